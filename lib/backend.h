@@ -1,0 +1,60 @@
+/*
+ * backend.h -- what a backend decides; the run engine stays blind to which
+ * one it drives.
+ *
+ * A backend turns a command into the command line that is spawned (wrap),
+ * and may report on the spawned process's fd 3 in bubblewrap's
+ * --json-status-fd format: a line with "child-pid" when the sandbox's first
+ * process exists, and one with "exit-code" when the command has ended.  The
+ * engine spawns, watches, drains and kills the same way for all of them.
+ */
+#ifndef SBX_BACKEND_H
+#define SBX_BACKEND_H
+
+/* A command as the caller gave it, with its program found on the host. */
+struct sbx__command {
+	char *const *argv;
+	char *const *env;    /* "NAME=VALUE", NULL-terminated */
+	const char *program; /* argv[0] resolved through PATH: what is executed */
+	const char *cwd;     /* NULL: the caller's */
+};
+
+struct sbx__backend {
+	const char *name;
+	bool isolated;
+	/* The spawned process reports on fd 3 (see above). */
+	bool status_fd;
+	/*
+	 * Checks that the backend can run here, without creating anything the
+	 * caller would have to clean up, and sets up sb->backend_state.  When it
+	 * cannot run, returns SBX_EUNAVAILABLE and says in |err| what to
+	 * install or change.  NULL: nothing to do.
+	 */
+	int (*open)(sbx_sandbox *sb, sbx_error *err);
+	void (*close)(sbx_sandbox *sb);
+	/*
+	 * How each limit of |p| is enforced, and a warning for everything the
+	 * policy asks for that this backend cannot enforce.  Once per sandbox.
+	 */
+	int (*describe)(const sbx_policy *p, enum sbx_mechanism mech[SBX_LIMIT_COUNT],
+	                sbx__strv *warnings);
+	/*
+	 * The command line to spawn for |cmd| (with |with_status|, one that
+	 * reports on fd 3).  NULL: the command itself.
+	 */
+	int (*wrap)(sbx_sandbox *sb, const struct sbx__command *cmd, bool with_status,
+	            sbx__strv *argv, sbx_error *err);
+};
+
+extern const struct sbx__backend sbx__backend_passthrough;
+extern const struct sbx__backend sbx__backend_bwrap;
+
+/* The limits every backend reports the same way for now (limits.c). */
+int sbx__describe_limits(const sbx_policy *p, enum sbx_mechanism mech[SBX_LIMIT_COUNT],
+                         sbx__strv *warnings);
+
+/* Whether bwrap could run here, found without starting anything: 0 with its
+ * path in |why|, or SBX_EUNAVAILABLE with the reason. */
+int sbx__bwrap_caps(char *why, size_t size);
+
+#endif /* SBX_BACKEND_H */
