@@ -28,6 +28,10 @@
  * Killing: SIGKILL to the namespace's init ends every process in the PID
  * namespace at once; bwrap is killed with it.  If the supervisor dies, the
  * parent-death signal kills bwrap and --die-with-parent kills the namespace.
+ * One gap is bwrap's own: its namespace init arms --die-with-parent only
+ * after it has built the sandbox, so a supervisor killed during those few
+ * milliseconds of set-up leaves a sandbox whose command still runs.  Once
+ * the command runs, nothing survives the supervisor.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -298,7 +302,8 @@ static int bwrap_wrap(sbx_sandbox *sb, const struct sbx__command *cmd, bool with
 		rc = -ENOMEM;
 		goto fail;
 	}
-	memcpy(writable, p->writable.v, p->writable.n * sizeof *writable);
+	if (p->writable.n)
+		memcpy(writable, p->writable.v, p->writable.n * sizeof *writable);
 	qsort(writable, p->writable.n, sizeof *writable, by_length);
 	for (size_t i = 0; rc == 0 && i < p->writable.n; i++) {
 		if (access(writable[i], F_OK) < 0) {

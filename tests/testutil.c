@@ -547,6 +547,26 @@ int tu_find_proc(const char *token)
 	return find_procs(token, &pid, 1) > 0 ? pid : 0;
 }
 
+int tu_find_prog(const char *token, const char *prog)
+{
+	int pids[64];
+	int n = find_procs(token, pids, 64);
+
+	for (int i = 0; i < n && i < 64; i++) {
+		char path[64], comm[64] = "";
+		snprintf(path, sizeof(path), "/proc/%d/comm", pids[i]);
+		FILE *f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		if (fgets(comm, sizeof(comm), f) != NULL)
+			comm[strcspn(comm, "\n")] = '\0';
+		fclose(f);
+		if (strcmp(comm, prog) == 0)
+			return pids[i];
+	}
+	return 0;
+}
+
 bool tu_wait_gone(const char *token, double seconds)
 {
 	double end = tu_now() + seconds;

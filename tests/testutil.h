@@ -126,6 +126,11 @@ void tu_token(char *buf, size_t size, const char *base);
  * or 0. */
 int tu_find_proc(const char *token);
 
+/* Like tu_find_proc(), but only a process running the program |prog| (its
+ * comm): a sandbox wrapper that carries the token in its own arguments does
+ * not count. */
+int tu_find_prog(const char *token, const char *prog);
+
 /* Polls /proc until no process has |token|; false if one still does after
  * |seconds|. */
 bool tu_wait_gone(const char *token, double seconds);
