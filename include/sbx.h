@@ -150,9 +150,9 @@ SBX_API int sbx_policy_set_memory_strategy(sbx_policy *p, enum sbx_memory_strate
 typedef struct sbx_sandbox sbx_sandbox;
 
 enum sbx_backend {
-	SBX_BACKEND_AUTO = 0,
-	SBX_BACKEND_PASSTHROUGH,
-	SBX_BACKEND_BWRAP,
+	SBX_BACKEND_AUTO = 0,        /* the strongest that can run here; never passthrough on Linux */
+	SBX_BACKEND_PASSTHROUGH,     /* no isolation, and every result says so */
+	SBX_BACKEND_BWRAP,           /* bubblewrap: $SBX_BWRAP, else "bwrap" from $PATH */
 	SBX_BACKEND_NATIVE,
 	SBX_BACKEND_LANDLOCK,
 };
