@@ -24,6 +24,9 @@ struct sbx__backend {
 	bool isolated;
 	/* The spawned process reports on fd 3 (see above). */
 	bool status_fd;
+	/* Processes of the backend's own in every run's tree, which a
+	 * processes limit allows on top of the command's. */
+	unsigned own_processes;
 	/*
 	 * Checks that the backend can run here, without creating anything the
 	 * caller would have to clean up, and sets up sb->backend_state.  When it
@@ -33,11 +36,11 @@ struct sbx__backend {
 	int (*open)(sbx_sandbox *sb, sbx_error *err);
 	void (*close)(sbx_sandbox *sb);
 	/*
-	 * How each limit of |p| is enforced, and a warning for everything the
-	 * policy asks for that this backend cannot enforce.  Once per sandbox.
+	 * A warning for every part of the policy's boundary (paths, network,
+	 * protected defaults) this backend cannot enforce.  Once per sandbox;
+	 * limits are the engine's (limits.c).  NULL: it enforces them all.
 	 */
-	int (*describe)(const sbx_policy *p, enum sbx_mechanism mech[SBX_LIMIT_COUNT],
-	                sbx__strv *warnings);
+	int (*describe)(const sbx_policy *p, sbx__strv *warnings);
 	/*
 	 * The command line to spawn for |cmd| (with |with_status|, one that
 	 * reports on fd 3).  NULL: the command itself.
@@ -48,10 +51,6 @@ struct sbx__backend {
 
 extern const struct sbx__backend sbx__backend_passthrough;
 extern const struct sbx__backend sbx__backend_bwrap;
-
-/* The limits every backend reports the same way for now (limits.c). */
-int sbx__describe_limits(const sbx_policy *p, enum sbx_mechanism mech[SBX_LIMIT_COUNT],
-                         sbx__strv *warnings);
 
 /* Whether bwrap could run here, found without starting anything: 0 with its
  * path in |why|, or SBX_EUNAVAILABLE with the reason. */

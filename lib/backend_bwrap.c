@@ -397,18 +397,12 @@ static void bwrap_close(sbx_sandbox *sb)
 	sb->backend_state = NULL;
 }
 
-static int bwrap_describe(const sbx_policy *p, enum sbx_mechanism mech[SBX_LIMIT_COUNT],
-                          sbx__strv *w)
-{
-	return sbx__describe_limits(p, mech, w);
-}
-
 const struct sbx__backend sbx__backend_bwrap = {
 	.name = "bwrap",
 	.isolated = true,
 	.status_fd = true,
+	.own_processes = 2, /* bwrap, and its init in the PID namespace */
 	.open = bwrap_open,
 	.close = bwrap_close,
-	.describe = bwrap_describe,
 	.wrap = bwrap_wrap,
 };

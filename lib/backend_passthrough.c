@@ -15,8 +15,7 @@ static int warn(sbx__strv *w, const char *text)
 	return sbx__strv_push(w, text);
 }
 
-static int passthrough_describe(const sbx_policy *p, enum sbx_mechanism mech[SBX_LIMIT_COUNT],
-                                sbx__strv *w)
+static int passthrough_describe(const sbx_policy *p, sbx__strv *w)
 {
 	int rc = warn(w, "not isolated: the passthrough backend runs the command as this user, "
 	                 "with every file and the network this user can reach");
@@ -32,8 +31,6 @@ static int passthrough_describe(const sbx_policy *p, enum sbx_mechanism mech[SBX
 		rc = warn(w, "protected defaults not enforced: credentials and shell configuration are "
 		             "reachable with passthrough");
 
-	if (rc == 0)
-		rc = sbx__describe_limits(p, mech, w);
 	return rc < 0 ? -ENOMEM : 0;
 }
 

@@ -75,6 +75,49 @@ static void passthrough_features(sbx_caps *out)
 	FEATURE(out, "environment", true, "an allowlist of the caller's variables plus the policy's");
 }
 
+/* How |mech| enforces limit |l|, or why nothing does. */
+static void limit_item(sbx_caps_item *it, enum sbx_limit l, enum sbx_mechanism mech,
+                       const struct sbx__cg_caps *cg)
+{
+	static const char *const cg_file[2][SBX_LIMIT_COUNT] = {
+		[0] = { [SBX_LIMIT_MEMORY] = "memory.limit_in_bytes", [SBX_LIMIT_CPUS] = "cpu.cfs_quota_us",
+		        [SBX_LIMIT_PROCESSES] = "pids.max" },
+		[1] = { [SBX_LIMIT_MEMORY] = "memory.max", [SBX_LIMIT_CPUS] = "cpu.max",
+		        [SBX_LIMIT_PROCESSES] = "pids.max" },
+	};
+	static const char *const rlimit_text[SBX_LIMIT_COUNT] = {
+		[SBX_LIMIT_MEMORY] = "RLIMIT_AS, per process, counting address space",
+		[SBX_LIMIT_CPU_SECONDS] = "RLIMIT_CPU, per process (threads included)",
+		[SBX_LIMIT_PROCESSES] = "RLIMIT_NPROC, counting every process of this user",
+		[SBX_LIMIT_FILE_SIZE] = "RLIMIT_FSIZE",
+		[SBX_LIMIT_OPEN_FILES] = "RLIMIT_NOFILE",
+		[SBX_LIMIT_CORE_DUMPS] = "RLIMIT_CORE, 0 unless the policy allows core dumps",
+	};
+	it->name = sbx_limit_name(l);
+	it->mechanism = mech;
+	it->available = mech != SBX_MECH_NONE;
+	const char *why = cg->why[0] ? cg->why : "no usable cgroup";
+	switch (mech) {
+	case SBX_MECH_CGROUP_V1:
+	case SBX_MECH_CGROUP_V2:
+		snprintf(it->detail, sizeof it->detail, "a cgroup per run (%s), for the whole tree",
+		         cg_file[mech == SBX_MECH_CGROUP_V2][l]);
+		break;
+	case SBX_MECH_RLIMIT:
+		snprintf(it->detail, sizeof it->detail, "%s%s%.400s", rlimit_text[l],
+		         l == SBX_LIMIT_MEMORY || l == SBX_LIMIT_PROCESSES ? "; no cgroup: " : "",
+		         l == SBX_LIMIT_MEMORY || l == SBX_LIMIT_PROCESSES ? why : "");
+		break;
+	case SBX_MECH_WATCHDOG:
+		snprintf(it->detail, sizeof it->detail, "a watchdog sampling the tree every 0.25 s");
+		break;
+	default:
+		snprintf(it->detail, sizeof it->detail, "not enforced: %s%.400s",
+		         l == SBX_LIMIT_PROCESSES ? "RLIMIT_NPROC never applies to root, and " : "", why);
+		break;
+	}
+}
+
 int sbx_caps_get(enum sbx_backend backend, sbx_caps *out)
 {
 	memset(out, 0, sizeof *out);
@@ -104,23 +147,18 @@ int sbx_caps_get(enum sbx_backend backend, sbx_caps *out)
 		return -ENOENT;
 	}
 
-	/* Limits: what describe() would say for a policy that asks for all. */
+	/* Limits: the plan a policy asking for all of them would get. */
 	sbx_policy all = { .memory = 1, .cpus = 1, .cpu_seconds = 1, .processes = 1,
 	                   .file_size = 1, .open_files = 1 };
-	enum sbx_mechanism mech[SBX_LIMIT_COUNT];
+	struct sbx__cg_caps cg;
+	struct sbx__plan plan;
 	sbx__strv warnings = {0};
-	int rc = sbx__describe_limits(&all, mech, &warnings);
+	sbx__cg_probe(SBX__CGROUP_ROOT, "/proc/self/cgroup", &cg);
+	int rc = sbx__limits_plan(&all, &cg, 0, &plan, &warnings);
 	sbx__strv_free(&warnings);
-	if (rc < 0)
-		return rc;
-	for (int l = 0; l < SBX_LIMIT_COUNT; l++) {
-		sbx_caps_item *it = &out->limits[l];
-		it->name = sbx_limit_name((enum sbx_limit)l);
-		it->mechanism = mech[l];
-		it->available = mech[l] != SBX_MECH_NONE;
-		snprintf(it->detail, sizeof it->detail, "%s",
-		         l == SBX_LIMIT_CORE_DUMPS ? "RLIMIT_CORE, set in every child"
-		                                   : "not enforced by this version of sbx");
-	}
-	return 0;
+	if (rc == 0)
+		for (int l = 0; l < SBX_LIMIT_COUNT; l++)
+			limit_item(&out->limits[l], (enum sbx_limit)l, plan.mech[l], &cg);
+	sbx__cg_caps_free(&cg);
+	return rc;
 }

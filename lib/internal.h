@@ -14,12 +14,30 @@
 #include <time.h>
 
 #include "sbx.h"
+#include "cgroup.h"
 
 struct event;
 struct event_base;
 struct rusage;
 
 #define SBX__ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/*
+ * Code that runs in the vfork child: on a stack carved out of the parent's
+ * frame, which AddressSanitizer takes for an overflow of that frame's array;
+ * such code is left uninstrumented (it only makes system calls).
+ */
+#if defined(__has_attribute)
+#if __has_attribute(no_sanitize)
+#define SBX__CHILD_CODE __attribute__((no_sanitize("address")))
+#endif
+#endif
+#ifndef SBX__CHILD_CODE
+#define SBX__CHILD_CODE
+#endif
+
+/* Where cgroups are mounted. */
+#define SBX__CGROUP_ROOT "/sys/fs/cgroup"
 
 /* ------------------------------------------------------------ errors */
 
@@ -111,6 +129,7 @@ struct sbx__spawn {
 	int fds[3];                  /* become 0, 1, 2; all must be >= 4 */
 	int status_fd;               /* becomes 3 when >= 0; must be >= 4 */
 	bool no_new_privs;
+	const struct sbx__cg *cg;    /* joined before exec; NULL or version NONE: none */
 	const struct sbx__rlimit *rlimits;
 	size_t nrlimits;
 };
@@ -146,10 +165,30 @@ void sbx__kill_tree(pid_t pid, int pidfd);
 
 /* The parent of |pid| as /proc says, or -1. */
 pid_t sbx__parent_of(pid_t pid);
+/* How many tasks (threads included) run as real user |uid|, from /proc. */
+long sbx__user_tasks(uid_t uid);
 /* Whether our child |pid| has exited, without reaping it. */
 bool sbx__exited(pid_t pid);
 /* Waits up to |timeout_ms| for our child to exit (pidfd may be -1); 1 if it did. */
 int sbx__wait_exit(pid_t pid, int pidfd, int timeout_ms);
+
+/* ------------------------------------------------------------- limits */
+
+/* How a sandbox enforces its policy's limits (limits.c). */
+struct sbx__plan {
+	enum sbx_mechanism mech[SBX_LIMIT_COUNT];
+	struct sbx__rlimit rlimits[8];  /* set in every child */
+	size_t nrlimits;
+	uint64_t nproc;                 /* RLIMIT_NPROC on top of the user's processes; 0: none */
+	bool use_cgroup;                /* a cgroup per run, with these limits: */
+	struct sbx__cg_limits cg;
+	uint64_t watchdog_memory;       /* bytes; 0: no watchdog */
+};
+
+/* Decides |plan| and appends a warning for every limit enforced more weakly
+ * than asked, or not at all. */
+int sbx__limits_plan(const sbx_policy *p, const struct sbx__cg_caps *caps,
+                     unsigned own_processes, struct sbx__plan *plan, sbx__strv *warnings);
 
 /* ------------------------------------------------------------- backend */
 
@@ -172,8 +211,10 @@ struct sbx_sandbox {
 	int devnull;              /* read-only /dev/null, for stdin */
 	char *scratch;            /* every read of output lands here first */
 	bool closing;             /* sbx_sandbox_free() is running */
-	/* What the backend reports for every run of this policy. */
-	enum sbx_mechanism mechanisms[SBX_LIMIT_COUNT];
+	/* How the limits are enforced, and what every result warns of. */
+	struct sbx__plan plan;
+	struct sbx__cg_caps cg_caps;
+	struct sbx__watchdog *watchdog; /* made at the first run that needs it */
 	sbx__strv warnings;
 };
 
@@ -243,6 +284,9 @@ struct sbx_run {
 	int inner_pidfd;
 	int inner_exit;
 	bool setup_failed;           /* the backend exited without running the command */
+	bool hit_memory;             /* the watchdog found the tree over its limit */
+	struct sbx__cg cg;           /* the run's cgroups, when the plan has them */
+	struct sbx__wd_entry *wd;    /* the watchdog's entry, when the plan has one */
 	/* ev_exit watches the pidfd, or without pidfds polls the child. */
 	struct event *ev_exit, *ev_out[2], *ev_in, *ev_timer;
 	struct timespec t0;

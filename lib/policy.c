@@ -303,9 +303,10 @@ int sbx_policy_set_memory(sbx_policy *p, uint64_t bytes, sbx_error *err)
 
 int sbx_policy_set_cpus(sbx_policy *p, double cores, sbx_error *err)
 {
-	if (!(cores > 0) || !isfinite(cores) || cores > 4096)
-		return sbx__error(err, -EINVAL, "cpus must be a number of cores above zero, such as 0.5: '%g'",
-		                  cores);
+	/* The kernel's smallest quota is 1 ms in every 100 ms. */
+	if (!(cores >= 0.01) || !isfinite(cores) || cores > 4096)
+		return sbx__error(err, -EINVAL,
+		                  "cpus must be a number of cores from 0.01 up, such as 0.5: '%g'", cores);
 	p->cpus = cores;
 	return 0;
 }

@@ -102,6 +102,35 @@ pid_t sbx__parent_of(pid_t pid)
 	return parent_of(AT_FDCWD, dir);
 }
 
+long sbx__user_tasks(uid_t uid)
+{
+	DIR *d = opendir("/proc");
+	if (!d)
+		return 0;
+	long tasks = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		char path[300], buf[2048];
+		snprintf(path, sizeof path, "%s/status", e->d_name);
+		int fd = openat(dirfd(d), path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t n = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		if (n <= 0)
+			continue;
+		buf[n] = '\0';
+		const char *u = strstr(buf, "\nUid:");
+		const char *t = strstr(buf, "\nThreads:");
+		if (u && t && (uid_t)strtoul(u + 6, NULL, 10) == uid)
+			tasks += strtol(t + 9, NULL, 10);
+	}
+	closedir(d);
+	return tasks;
+}
+
 static bool in_tree(const struct tree *t, pid_t pid)
 {
 	for (size_t i = 0; i < t->n; i++)

@@ -36,6 +36,7 @@
 #include <event2/event.h>
 
 #include "internal.h"
+#include "watchdog.h"
 
 /* How long the pipes may stay open after the child is reaped. */
 #define GRACE_SECONDS 0.2
@@ -77,7 +78,7 @@ static int result_new(sbx_run *run)
 	r->backend = run->sb->backend->name;
 	r->isolated = run->sb->backend->isolated;
 	r->resources.peak_memory_bytes = -1;
-	memcpy(r->resources.mechanisms, run->sb->mechanisms, sizeof r->resources.mechanisms);
+	memcpy(r->resources.mechanisms, run->sb->plan.mech, sizeof r->resources.mechanisms);
 	run->res = r;
 	return 0;
 }
@@ -488,6 +489,16 @@ static void record_start_failure(sbx_run *run, enum sbx__stage stage, int e)
 	}
 }
 
+static void kill_tree(sbx_run *run);
+
+/* The watchdog found the tree over its memory limit. */
+static void on_watchdog(void *arg)
+{
+	sbx_run *run = arg;
+	run->hit_memory = true;
+	kill_tree(run);
+}
+
 /* Could not start: the run finishes on the next turn with the reason. */
 static void start_failed(sbx_run *run, enum sbx__stage stage, int e)
 {
@@ -515,6 +526,20 @@ int sbx__run_spawn(sbx_run *run, sbx_error *err)
 		int rc = be->wrap(sb, &cmd, be->status_fd, &wrapped, err);
 		if (rc < 0)
 			return rc;
+	}
+
+	/* The run's cgroups, named after this process so that a later start
+	 * can tell they are stale once it is gone. */
+	if (sb->plan.use_cgroup) {
+		static unsigned seq;
+		char name[64];
+		snprintf(name, sizeof name, "sbx-%d-%u", (int)getpid(),
+		         __atomic_add_fetch(&seq, 1, __ATOMIC_RELAXED));
+		int rc = sbx__cg_create(&sb->cg_caps, name, &sb->plan.cg, &run->cg, err);
+		if (rc < 0) {
+			sbx__strv_free(&wrapped);
+			return rc;
+		}
 	}
 
 	int out[2][2] = { { -1, -1 }, { -1, -1 } };
@@ -546,10 +571,15 @@ int sbx__run_spawn(sbx_run *run, sbx_error *err)
 		fcntl(out[1][0], F_SETPIPE_SZ, PIPE_CAPACITY);
 	}
 
-	struct sbx__rlimit rlimits[1];
-	size_t nrl = 0;
-	if (!sb->policy->core_dumps)
-		rlimits[nrl++] = (struct sbx__rlimit){ RLIMIT_CORE, 0, 0 };
+	/* The limits the kernel holds each process to; RLIMIT_NPROC counts the
+	 * user's processes, so it goes on top of those already running. */
+	struct sbx__rlimit rlimits[SBX__ARRAY_LEN(sb->plan.rlimits) + 1];
+	size_t nrl = sb->plan.nrlimits;
+	memcpy(rlimits, sb->plan.rlimits, nrl * sizeof *rlimits);
+	if (sb->plan.nproc) {
+		unsigned long long n = (unsigned long long)sbx__user_tasks(getuid()) + sb->plan.nproc;
+		rlimits[nrl++] = (struct sbx__rlimit){ RLIMIT_NPROC, n, n };
+	}
 
 	struct sbx__spawn sp = {
 		.file = be->wrap ? wrapped.v[0] : program,
@@ -559,6 +589,7 @@ int sbx__run_spawn(sbx_run *run, sbx_error *err)
 		.fds = { run->stdin_data ? in[0] : sb->devnull, out[0][1], out[1][1] },
 		.status_fd = status[1],
 		.no_new_privs = be->isolated,
+		.cg = &run->cg,
 		.rlimits = rlimits,
 		.nrlimits = nrl,
 	};
@@ -593,6 +624,7 @@ int sbx__run_spawn(sbx_run *run, sbx_error *err)
 		close_stdin(run);
 		close_status(run);
 		drop_event(&run->ev_exit);
+		sbx__cg_destroy(&run->cg);
 		return sbx__error(err, rc, "could not start '%s': %s", run->argv.v[0], sbx_strerror(rc));
 	}
 
@@ -605,6 +637,15 @@ int sbx__run_spawn(sbx_run *run, sbx_error *err)
 	run->pid = child.pid;
 	run->pidfd = child.pidfd;
 	run->state = SBX__RUN_RUNNING;
+	if (sb->plan.watchdog_memory) {
+		if (!sb->watchdog)
+			sb->watchdog = sbx__watchdog_new(sb->base, 0);
+		if (sb->watchdog)
+			run->wd = sbx__watchdog_add(sb->watchdog, run->pid, sb->plan.watchdog_memory,
+			                            on_watchdog, run);
+		if (!run->wd)
+			result_warn(run->res, "the memory watchdog could not watch this run (out of memory)");
+	}
 	static const struct timeval exit_poll = { 0, EXIT_POLL_US };
 	event_add(run->ev_exit, run->pidfd >= 0 ? NULL : &exit_poll);
 	event_add(run->ev_out[0], NULL);
@@ -638,6 +679,10 @@ static void kill_tree(sbx_run *run)
 		if (run->inner_pidfd >= 0)
 			syscall(SYS_pidfd_send_signal, run->inner_pidfd, SIGKILL, NULL, 0);
 		sbx__kill_tree(run->pid, run->pidfd);
+		/* The cgroup holds whatever escaped the walk (a process that
+		 * detached and lost its parent). */
+		if (run->cg.version != SBX__CG_NONE)
+			sbx__cg_kill(&run->cg);
 	}
 }
 
@@ -646,6 +691,17 @@ static void reap(sbx_run *run)
 {
 	sbx_result *r = run->res;
 	kill(-run->pid, SIGKILL);
+	if (run->cg.version != SBX__CG_NONE)
+		sbx__cg_kill(&run->cg);
+	if (run->wd) {
+		int64_t peak = sbx__watchdog_peak(run->wd);
+		sbx__watchdog_remove(run->sb->watchdog, run->wd);
+		run->wd = NULL;
+		if (peak >= 0) {
+			r->resources.peak_memory_bytes = peak;
+			r->resources.peak_memory_source = "sampled";
+		}
+	}
 	int status = 0;
 	struct rusage ru;
 	memset(&ru, 0, sizeof ru);
@@ -680,8 +736,10 @@ static void reap(sbx_run *run)
 		}
 		r->resources.cpu_user_seconds = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
 		r->resources.cpu_system_seconds = (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
-		r->resources.peak_memory_bytes = (int64_t)ru.ru_maxrss * 1024;
-		r->resources.peak_memory_source = "rusage";
+		if (!r->resources.peak_memory_source) {
+			r->resources.peak_memory_bytes = (int64_t)ru.ru_maxrss * 1024;
+			r->resources.peak_memory_source = "rusage";
+		}
 	} else {
 		/* Someone else reaped our child (a host with SIGCHLD set to
 		 * SIG_IGN, or one calling waitpid(-1)): its status is lost. */
@@ -690,6 +748,51 @@ static void reap(sbx_run *run)
 	drop_event(&run->ev_exit);
 	close_fd(&run->pidfd);
 	run->pid = 0;
+}
+
+/*
+ * What the limits did to the run: the cgroup's counters (and its figures,
+ * which cover the whole tree), and the signals that the kernel sends for
+ * the rlimits.  Then the cgroup goes.
+ */
+static void verdicts(sbx_run *run)
+{
+	sbx_result *r = run->res;
+	sbx_resources *res = &r->resources;
+	const struct sbx__plan *plan = &run->sb->plan;
+	if (run->cg.version != SBX__CG_NONE) {
+		struct sbx__cg_stats st;
+		if (sbx__cg_stats(&run->cg, &st) == 0) {
+			if (st.peak_memory >= 0) {
+				res->peak_memory_bytes = st.peak_memory;
+				res->peak_memory_source = run->cg.version == SBX__CG_V2 ? "cgroup_v2" : "cgroup_v1";
+			}
+			if (st.cpu_user >= 0) {
+				res->cpu_user_seconds = st.cpu_user;
+				res->cpu_system_seconds = st.cpu_system;
+			}
+			if (st.oom_killed)
+				res->limits_hit |= 1u << SBX_HIT_MEMORY;
+			if (st.pids_max)
+				res->limits_hit |= 1u << SBX_HIT_PROCESSES;
+		}
+		sbx__cg_destroy(&run->cg);
+	}
+	if (run->hit_memory)
+		res->limits_hit |= 1u << SBX_HIT_MEMORY;
+	/* The rlimits end a process with a signal, which reaches us as the
+	 * command's own or, when the command is a shell that ran the process, as
+	 * its exit status 128+N. */
+	int sig = r->signal ? r->signal : r->exited && r->exit_code > 128 ? r->exit_code - 128 : 0;
+	if (sig == SIGXFSZ && plan->mech[SBX_LIMIT_FILE_SIZE] == SBX_MECH_RLIMIT)
+		res->limits_hit |= 1u << SBX_HIT_FILE_SIZE;
+	/* RLIMIT_CPU: SIGXCPU at the soft limit, SIGKILL at the hard one for a
+	 * process that ignored the first. */
+	uint64_t cpu_limit = run->sb->policy->cpu_seconds;
+	if (cpu_limit && (sig == SIGXCPU ||
+	                  (r->signal == SIGKILL && !run->killed &&
+	                   res->cpu_user_seconds + res->cpu_system_seconds >= (double)cpu_limit)))
+		res->limits_hit |= 1u << SBX_HIT_CPU;
 }
 
 /* Releases everything and calls back; the run is gone afterwards. */
@@ -705,6 +808,10 @@ static void finish(sbx_run *run)
 	drop_event(&run->ev_exit);
 	close_fd(&run->pidfd);
 	close_fd(&run->inner_pidfd);
+	if (run->wd) {
+		sbx__watchdog_remove(sb->watchdog, run->wd);
+		run->wd = NULL;
+	}
 
 	for (int s = 0; s < 2; s++) {
 		sbx_output *o = &r->out[s];
@@ -716,6 +823,7 @@ static void finish(sbx_run *run)
 		if (o->truncated)
 			r->resources.limits_hit |= 1u << SBX_HIT_OUTPUT;
 	}
+	verdicts(run);
 	if (run->setup_failed) {
 		/* What the backend said is on the command's stderr. */
 		const sbx_output *e = &r->out[SBX_STDERR];

@@ -17,6 +17,7 @@
 #include <event2/event.h>
 
 #include "internal.h"
+#include "watchdog.h"
 
 #define DEFAULT_MAX_STARTING 32
 
@@ -108,8 +109,15 @@ int sbx_sandbox_new(struct event_base *base, const sbx_policy *policy,
 	}
 	if (backend->open && (rc = backend->open(sb, err)) < 0)
 		goto fail;
-	rc = backend->describe(sb->policy, sb->mechanisms, &sb->warnings);
-	if (rc < 0) {
+	/* Reading files only; and a supervisor killed earlier may have left
+	 * run cgroups behind, which go at this process's first sandbox. */
+	sbx__cg_probe(SBX__CGROUP_ROOT, "/proc/self/cgroup", &sb->cg_caps);
+	static int reclaimed;
+	if (!__atomic_exchange_n(&reclaimed, 1, __ATOMIC_RELAXED))
+		sbx__cg_reclaim(&sb->cg_caps);
+	if ((backend->describe && (rc = backend->describe(sb->policy, &sb->warnings)) < 0) ||
+	    (rc = sbx__limits_plan(sb->policy, &sb->cg_caps, backend->own_processes, &sb->plan,
+	                          &sb->warnings)) < 0) {
 		sbx__error(err, rc, "out of memory describing the policy");
 		goto fail;
 	}
@@ -132,6 +140,9 @@ void sbx_sandbox_free(sbx_sandbox *sb)
 		sbx__run_abandon(sb->runs);
 	if (sb->backend_state)
 		sb->backend->close(sb);
+	if (sb->watchdog)
+		sbx__watchdog_free(sb->watchdog);
+	sbx__cg_caps_free(&sb->cg_caps);
 	if (sb->ev_admit)
 		event_free(sb->ev_admit);
 	if (sb->devnull >= 0)

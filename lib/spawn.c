@@ -46,20 +46,6 @@
 /* Big enough for the child's few small frames, with room to spare. */
 #define CHILD_STACK_SIZE (32 * 1024)
 
-/*
- * The child runs on a stack carved out of the parent's frame, which
- * AddressSanitizer takes for an overflow of that frame's array; its code
- * is left uninstrumented (it only makes system calls).
- */
-#if defined(__has_attribute)
-#if __has_attribute(no_sanitize)
-#define CHILD_CODE __attribute__((no_sanitize("address")))
-#endif
-#endif
-#ifndef CHILD_CODE
-#define CHILD_CODE
-#endif
-
 struct child_report {
 	int stage;
 	int err;
@@ -71,7 +57,7 @@ struct child {
 	pid_t parent;
 };
 
-CHILD_CODE static void child_fail(const struct child *c, enum sbx__stage stage, int err)
+SBX__CHILD_CODE static void child_fail(const struct child *c, enum sbx__stage stage, int err)
 {
 	struct child_report r = { .stage = (int)stage, .err = err };
 	ssize_t n;
@@ -82,7 +68,7 @@ CHILD_CODE static void child_fail(const struct child *c, enum sbx__stage stage, 
 }
 
 /* Every fd from |first| up is closed at execve(); the report pipe already is. */
-CHILD_CODE static int child_close_fds(int first)
+SBX__CHILD_CODE static int child_close_fds(int first)
 {
 	if (syscall(SYS_close_range, (unsigned)first, ~0U, CLOSE_RANGE_CLOEXEC) == 0)
 		return 0;
@@ -96,7 +82,7 @@ CHILD_CODE static int child_close_fds(int first)
 	return 0;
 }
 
-CHILD_CODE static int child_main(void *arg)
+SBX__CHILD_CODE static int child_main(void *arg)
 {
 	const struct child *c = arg;
 	const struct sbx__spawn *sp = c->sp;
@@ -132,6 +118,13 @@ CHILD_CODE static int child_main(void *arg)
 	if (sp->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(c, SBX__STAGE_SETUP, errno);
 
+	/* Into the run's cgroups before anything else runs, so that the
+	 * whole tree is born inside them. */
+	if (sp->cg && sp->cg->version != SBX__CG_NONE) {
+		int e = sbx__cg_enter(sp->cg);
+		if (e)
+			child_fail(c, SBX__STAGE_SETUP, e);
+	}
 	for (size_t i = 0; i < sp->nrlimits; i++) {
 		struct rlimit rl = { .rlim_cur = sp->rlimits[i].cur, .rlim_max = sp->rlimits[i].max };
 		if (setrlimit(sp->rlimits[i].resource, &rl) < 0)

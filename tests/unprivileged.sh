@@ -1,5 +1,6 @@
 #!/bin/sh
-# Runs the isolation suite again as an unprivileged user made for the purpose.
+# Runs the isolation and limits suites again as an unprivileged user made for
+# the purpose.
 #
 # Most users of sbx are not root, and bubblewrap behaves differently for them
 # (an unprivileged user namespace, no capabilities to drop).  As root, this
@@ -7,12 +8,12 @@
 # read them (relocate.sh), prepares a setuid-root copy of id(1) for the
 # no_new_privs test, and runs the suite through setpriv.  The user, its stub
 # directory and the copy are removed on the way out.  Not root: there is
-# nobody to switch to, and tests/isolation.sh already ran unprivileged, so
+# nobody to switch to, and tests/sandboxed.sh already ran unprivileged, so
 # this skips (77).
 set -eu
 . "$(dirname "$0")/relocate.sh"
 
-[ "$(id -u)" -eq 0 ] || { echo "not root: tests/isolation.sh was the unprivileged run"; exit 77; }
+[ "$(id -u)" -eq 0 ] || { echo "not root: tests/sandboxed.sh was the unprivileged run"; exit 77; }
 command -v useradd >/dev/null && command -v setpriv >/dev/null ||
 	{ echo "useradd or setpriv missing"; exit 99; }
 
@@ -47,4 +48,4 @@ chmod 4755 "$dir/suid-id"
 
 cd "$dir"
 SBX_TEST_SETUID_ID="$dir/suid-id" HOME_FOR_SUITE="$dir/home" \
-	run_suite setpriv --reuid="$uid" --regid="$gid" --clear-groups --reset-env
+	run_all setpriv --reuid="$uid" --regid="$gid" --clear-groups --reset-env
