@@ -397,7 +397,7 @@ int main(int argc, char **argv)
 		printf("watchdog: with a neighbour starting %g processes a second\n", busy);
 	printf("watchdog: %d runs at %.3g Hz for %.3g s: %.3f%% of one core over the bare loop "
 	       "(range %.3f..%.3f%%, %d repeat%s), %.2f us per run per sample, %llu /proc scans "
-	       "(%llu full) in %llu ticks; goal < %.0f%%: ratio %.2f, %s\n",
+	       "(%llu full) in %llu ticks of the last repeat; goal < %.0f%%: ratio %.2f, %s\n",
 	       n, 1 / interval, seconds, g->median_pct, g->lo, g->hi, repeats,
 	       repeats == 1 ? "" : "s", g->median_us,
 	       (unsigned long long)(g->last.st.scans_full + g->last.st.scans_new),
@@ -405,7 +405,8 @@ int main(int argc, char **argv)
 	       GOAL_PERCENT, g->median_pct / GOAL_PERCENT,
 	       g->median_pct < GOAL_PERCENT ? "met" : "missed");
 	for (int k = 1; k < nschedules; k++)
-		printf("watchdog: schedule %s instead: %.3f%% (%.1fx), %llu scans, %llu stat reads\n",
+		printf("watchdog: schedule %s instead: %.3f%% (%.1fx); last repeat: %llu scans, "
+		       "%llu stat reads\n",
 		       schedule_name[k], res[k].median_pct,
 		       g->median_pct > 0 ? res[k].median_pct / g->median_pct : 0,
 		       (unsigned long long)(res[k].last.st.scans_full + res[k].last.st.scans_new),
