@@ -896,7 +896,7 @@ int sbx__cg_create(const struct sbx__cg_caps *caps, const char *name,
 
 /* ----------------------------------------------------------------- enter */
 
-int sbx__cg_enter(const struct sbx__cg *cg)
+SBX__CHILD_CODE int sbx__cg_enter(const struct sbx__cg *cg)
 {
 	/* In the vfork child: system calls on prepared paths, nothing else.
 	 * "0" names the writer, so no pid has to be formatted. */
