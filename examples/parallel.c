@@ -1,7 +1,7 @@
 /*
  * parallel.c -- many sandboxed commands at once on one libevent loop.
  *
- *   examples/parallel [COUNT] [SHELL COMMAND]
+ *   examples/parallel [COUNT] [SHELL COMMAND] [BACKEND]
  *
  * Starts COUNT runs (default 1000) of the command (default: print the run's
  * number), waits for all of them on one loop, and prints how many ended
@@ -40,8 +40,14 @@ int main(int argc, char **argv)
 {
 	unsigned count = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 1000;
 	const char *command = argc > 2 ? argv[2] : "echo run $RUN";
+	sbx_sandbox_options so;
+	sbx_sandbox_options_init(&so);
+	if (argc > 3 && strcmp(argv[3], "passthrough") == 0)
+		so.backend = SBX_BACKEND_PASSTHROUGH;
+	else if (argc > 3 && strcmp(argv[3], "bwrap") == 0)
+		so.backend = SBX_BACKEND_BWRAP;
 	if (count == 0) {
-		fprintf(stderr, "usage: %s [COUNT] [SHELL COMMAND]\n", argv[0]);
+		fprintf(stderr, "usage: %s [COUNT] [SHELL COMMAND] [auto|bwrap|passthrough]\n", argv[0]);
 		return 2;
 	}
 
@@ -56,7 +62,7 @@ int main(int argc, char **argv)
 	sbx_policy *policy = sbx_policy_new();
 	sbx_sandbox *sb = NULL;
 	sbx_error err;
-	if (!base || !policy || sbx_sandbox_new(base, policy, NULL, &sb, &err) < 0) {
+	if (!base || !policy || sbx_sandbox_new(base, policy, &so, &sb, &err) < 0) {
 		fprintf(stderr, "parallel: %s\n", base && policy ? err.message : "out of memory");
 		return 1;
 	}
