@@ -278,6 +278,83 @@ static int mask_args(struct bwrap *bw, const sbx_policy *p, const struct sbx__ma
 	return push3(a, "--ro-bind", bw->stub, m->path);
 }
 
+/* The writable path |path| lies in (the deepest), or NULL. */
+static const char *writable_root(const sbx_policy *p, const char *path)
+{
+	const char *best = NULL;
+	for (size_t i = 0; i < p->writable.n; i++)
+		if (is_within(path, p->writable.v[i]) && (!best || strlen(p->writable.v[i]) > strlen(best)))
+			best = p->writable.v[i];
+	return best;
+}
+
+/* Whether a mask will mount something at its path (see mask_args). */
+static bool mask_mounts(const sbx_policy *p, const struct sbx__mask *m)
+{
+	struct stat st;
+	if (lstat(m->path, &st) == 0)
+		return true;
+	return !m->only_existing && inside_writable(p, m->path);
+}
+
+/*
+ * A mount protects its mount point, not the name that leads to it: inside
+ * a writable path, renaming a parent of a masked path away and making a new
+ * one would put a fresh, unprotected file at the masked name.  So every
+ * directory between the writable root and a mask is bound over itself,
+ * read-write: it stays writable, but a mount point cannot be renamed or
+ * removed.  A parent that does not exist yet is made first (--dir), and is
+ * removed with the placeholders.  Parents are pinned shallowest first,
+ * before any mask.
+ */
+static int pin_ancestors(struct bwrap *bw, const sbx_policy *p, sbx__strv *a)
+{
+	sbx__strv pins = {0};
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < bw->masks.n; i++) {
+		const struct sbx__mask *m = &bw->masks.v[i];
+		const char *root = writable_root(p, m->path);
+		if (!root || !mask_mounts(p, m))
+			continue;
+		size_t rlen = strlen(root);
+		char dir[PATH_MAX];
+		snprintf(dir, sizeof dir, "%s", m->path);
+		/* Each '/' after the root ends one ancestor. */
+		for (char *slash = dir + rlen + (root[rlen - 1] == '/' ? 0 : 1);
+		     rc == 0 && (slash = strchr(slash, '/')); slash++) {
+			*slash = '\0';
+			bool known = false;
+			for (size_t j = 0; j < pins.n && !known; j++)
+				known = strcmp(pins.v[j], dir) == 0;
+			if (!known)
+				rc = sbx__strv_push(&pins, dir);
+			*slash = '/';
+		}
+	}
+	if (pins.n)
+		qsort(pins.v, pins.n, sizeof *pins.v, by_length);
+	for (size_t i = 0; rc == 0 && i < pins.n; i++) {
+		struct stat st;
+		if (lstat(pins.v[i], &st) == 0) {
+			/* A link would be followed: leave it (its target, when
+			 * masked, is protected where it is). */
+			if (!S_ISDIR(st.st_mode))
+				continue;
+		} else {
+			rc = push2(a, "--dir", pins.v[i]);
+			bool known = false;
+			for (size_t j = 0; j < bw->placeholders.n && !known; j++)
+				known = strcmp(bw->placeholders.v[j], pins.v[i]) == 0;
+			if (rc == 0 && !known)
+				rc = sbx__strv_push(&bw->placeholders, pins.v[i]);
+		}
+		if (rc == 0)
+			rc = push3(a, "--bind", pins.v[i], pins.v[i]);
+	}
+	sbx__strv_free(&pins);
+	return rc;
+}
+
 static int bwrap_wrap(sbx_sandbox *sb, const struct sbx__command *cmd, bool with_status,
                       sbx__strv *a, sbx_error *err)
 {
@@ -315,6 +392,8 @@ static int bwrap_wrap(sbx_sandbox *sb, const struct sbx__command *cmd, bool with
 	}
 	free(writable);
 
+	if (rc == 0)
+		rc = pin_ancestors(bw, p, a);
 	for (size_t i = 0; rc == 0 && i < bw->masks.n; i++) {
 		bool placeholder;
 		rc = mask_args(bw, p, &bw->masks.v[i], a, &placeholder);
@@ -332,12 +411,9 @@ static int bwrap_wrap(sbx_sandbox *sb, const struct sbx__command *cmd, bool with
 		rc = push(a, "--clearenv");
 	for (size_t i = 0; rc == 0 && cmd->env[i]; i++) {
 		const char *eq = strchr(cmd->env[i], '=');
-		char name[256];
-		if (!eq || (size_t)(eq - cmd->env[i]) >= sizeof name)
-			continue;
-		memcpy(name, cmd->env[i], (size_t)(eq - cmd->env[i]));
-		name[eq - cmd->env[i]] = '\0';
-		rc = push3(a, "--setenv", name, eq + 1);
+		char *name = eq ? strndup(cmd->env[i], (size_t)(eq - cmd->env[i])) : NULL;
+		rc = name ? push3(a, "--setenv", name, eq + 1) : -ENOMEM;
+		free(name);
 	}
 	if (rc == 0 && cmd->cwd)
 		rc = push2(a, "--chdir", cmd->cwd);

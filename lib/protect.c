@@ -47,6 +47,23 @@ static const char *const protect_read_abs[] = {
 	"/run/crio/crio.sock", "/var/run/crio/crio.sock",
 };
 
+static size_t depth(const char *path)
+{
+	size_t n = 0;
+	for (; *path; path++)
+		n += *path == '/';
+	return n;
+}
+
+static int by_depth(const void *pa, const void *pb)
+{
+	const struct sbx__mask *a = pa, *b = pb;
+	size_t da = depth(a->path), db = depth(b->path);
+	if (da != db)
+		return da < db ? -1 : 1;
+	return (int)a->kind - (int)b->kind;
+}
+
 /* Adds a mask for "|base|/|name|" unless it is too long or already there. */
 static int add(struct sbx__masks *m, const char *base, const char *name, enum sbx__mask_kind kind,
                bool only_existing)
@@ -99,6 +116,12 @@ int sbx__masks_build(const sbx_policy *p, struct sbx__masks *m)
 		sbx__masks_free(m);
 		return -ENOMEM;
 	}
+	/* Mounted in this order, a mask must come after every mask above it:
+	 * a read-only bind of a directory would otherwise bring back what a
+	 * hide mask inside it covered.  Shallowest first, and at one depth
+	 * read-only before hidden. */
+	if (m->n)
+		qsort(m->v, m->n, sizeof *m->v, by_depth);
 	return 0;
 }
 

@@ -499,6 +499,9 @@ static void on_watchdog(void *arg)
 	kill_tree(run);
 }
 
+/* The whole environment of a wrapper program such as bwrap. */
+static const char *const wrapper_env[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+
 /* Could not start: the run finishes on the next turn with the reason. */
 static void start_failed(sbx_run *run, enum sbx__stage stage, int e)
 {
@@ -584,7 +587,10 @@ int sbx__run_spawn(sbx_run *run, sbx_error *err)
 	struct sbx__spawn sp = {
 		.file = be->wrap ? wrapped.v[0] : program,
 		.argv = be->wrap ? wrapped.v : run->argv.v,
-		.envp = run->env.v,
+		/* A wrapper (bwrap) runs outside the sandbox: the command's
+		 * environment (LD_PRELOAD, say) must not reach it.  It travels
+		 * in the wrapper's arguments instead. */
+		.envp = be->wrap ? (char *const *)wrapper_env : run->env.v,
 		.cwd = run->cwd,
 		.fds = { run->stdin_data ? in[0] : sb->devnull, out[0][1], out[1][1] },
 		.status_fd = status[1],

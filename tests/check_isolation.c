@@ -787,6 +787,88 @@ START_TEST(many_concurrent_isolated_runs)
 }
 END_TEST
 
+START_TEST(command_environment_does_not_reach_bwrap)
+{
+	/* bwrap runs outside the sandbox: LD_PRELOAD and friends given to the
+	 * command must not be in its environment (they would run code on the
+	 * host before any namespace exists). */
+	make_sandbox(NULL);
+	const char *argv[] = { "/bin/sleep", "5", NULL };
+	const char *env[] = { "LD_PRELOAD=/nonexistent/evil.so", "SBX_MARK=inside", NULL };
+	sbx_run_options o;
+	sbx_run_options_init(&o);
+	o.argv = argv;
+	o.env = env;
+	tu_call c = { 0 };
+	tu_start(sandbox, &o, &c);
+	char path[64], buf[8192];
+	snprintf(path, sizeof path, "/proc/%d/environ", sbx_run_pid(c.run));
+	int fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	ck_assert_int_gt(n, 0);
+	buf[n] = '\0';
+	for (char *v = buf; v < buf + n; v += strlen(v) + 1)
+		ck_assert_msg(strncmp(v, "LD_PRELOAD=", 11) != 0 && strncmp(v, "SBX_MARK=", 9) != 0,
+		              "bwrap's own environment holds %s", v);
+	sbx_run_cancel(c.run);
+	tu_wait(&c);
+	tu_call_done(&c);
+}
+END_TEST
+
+START_TEST(hidden_file_inside_protected_directory_stays_hidden)
+{
+	/* A read-only default (.vscode) must not uncover a denial inside it. */
+	char dir[256], token[320];
+	snprintf(dir, sizeof dir, "%s/.vscode", work);
+	snprintf(token, sizeof token, "%s/.vscode/token", work);
+	ck_assert_int_eq(mkdir(dir, 0755), 0);
+	write_host(token, "TOPSECRET\n");
+	sbx_policy *p = sbx_policy_new();
+	ck_assert_int_eq(sbx_policy_add_writable(p, work, NULL), 0);
+	ck_assert_int_eq(sbx_policy_add_deny_read(p, token, NULL), 0);
+	make_sandbox(p);
+	sbx_policy_free(p);
+	ck_assert_str_eq(probe_in("read", token, NULL), "EACCES");
+}
+END_TEST
+
+START_TEST(renaming_a_parent_does_not_lift_a_mask)
+{
+	/* Renaming the directory above a read-only path, then making a new one
+	 * in its place, would put a fresh writable file at the protected name.
+	 * The parents are mount points: they cannot be renamed. */
+	char path[320], cmd[1024];
+	snprintf(path, sizeof path, "%s/conf", work);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof path, "%s/conf/settings.json", work);
+	write_host(path, "original\n");
+	snprintf(path, sizeof path, "%s/.git", work);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof path, "%s/.git/hooks", work);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof path, "%s/conf/settings.json", work);
+	sbx_policy *p = sbx_policy_new();
+	ck_assert_int_eq(sbx_policy_add_writable(p, work, NULL), 0);
+	ck_assert_int_eq(sbx_policy_add_deny_write(p, path, NULL), 0);
+	make_sandbox(p);
+	sbx_policy_free(p);
+	snprintf(cmd, sizeof cmd,
+	         "cd '%s'; mv conf conf.old; mkdir -p conf; echo EVIL > conf/settings.json; "
+	         "mv .git .git.old; mkdir -p .git/hooks; echo EVIL > .git/hooks/pre-commit; "
+	         "echo x > .git/objects-ok; exit 0", work);
+	sh(cmd);
+	ck_assert_str_eq(read_host(path), "original\n");
+	snprintf(path, sizeof path, "%s/.git/hooks/pre-commit", work);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	/* The parent itself stays writable. */
+	snprintf(path, sizeof path, "%s/.git/objects-ok", work);
+	ck_assert_str_eq(read_host(path), "x\n");
+}
+END_TEST
+
 static Suite *isolation_suite(void)
 {
 	Suite *s = suite_create("isolation");
@@ -817,6 +899,9 @@ static Suite *isolation_suite(void)
 	tcase_add_test(tc, setup_failure_is_an_error_not_exit_code_1);
 	tcase_add_test(tc, exit_status_and_missing_program);
 	tcase_add_test(tc, many_concurrent_isolated_runs);
+	tcase_add_test(tc, command_environment_does_not_reach_bwrap);
+	tcase_add_test(tc, hidden_file_inside_protected_directory_stays_hidden);
+	tcase_add_test(tc, renaming_a_parent_does_not_lift_a_mask);
 	suite_add_tcase(s, tc);
 	return s;
 }
