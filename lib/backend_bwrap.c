@@ -458,15 +458,49 @@ static int bwrap_open(sbx_sandbox *sb, sbx_error *err)
 	return 0;
 }
 
+/*
+ * rmdir() without following a link on the way: each component is opened
+ * with O_NOFOLLOW, so a parent that was swapped for a symbolic link (by a
+ * process outside the sandbox, or before the parents were pinned) leads
+ * nowhere instead of to a directory elsewhere.
+ */
+static void rmdir_nofollow(const char *path)
+{
+	char copy[PATH_MAX];
+	snprintf(copy, sizeof copy, "%s", path);
+	char *name = strrchr(copy, '/');
+	if (!name || name[1] == '\0')
+		return;
+	*name++ = '\0';
+	int dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	for (char *c = copy; dir >= 0 && *c;) {
+		while (*c == '/')
+			c++;
+		if (!*c)
+			break;
+		char *end = strchr(c, '/');
+		if (end)
+			*end = '\0';
+		int next = openat(dir, c, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(dir);
+		dir = next;
+		c = end ? end + 1 : c + strlen(c);
+	}
+	if (dir >= 0) {
+		unlinkat(dir, name, AT_REMOVEDIR);
+		close(dir);
+	}
+}
+
 static void bwrap_close(sbx_sandbox *sb)
 {
 	struct bwrap *bw = sb->backend_state;
 	if (!bw)
 		return;
-	/* Only empty directories go: rmdir() refuses anything else, so a path
+	/* Only empty directories go: rmdir refuses anything else, so a path
 	 * somebody filled in the meantime stays. */
 	for (size_t i = bw->placeholders.n; i-- > 0;)
-		rmdir(bw->placeholders.v[i]);
+		rmdir_nofollow(bw->placeholders.v[i]);
 	sbx__strv_free(&bw->placeholders);
 	sbx__masks_free(&bw->masks);
 	free(bw);

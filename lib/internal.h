@@ -285,6 +285,7 @@ struct sbx_run {
 	int inner_exit;
 	bool setup_failed;           /* the backend exited without running the command */
 	bool hit_memory;             /* the watchdog found the tree over its limit */
+	bool shell;                  /* the command is a shell string */
 	struct sbx__cg cg;           /* the run's cgroups, when the plan has them */
 	struct sbx__wd_entry *wd;    /* the watchdog's entry, when the plan has one */
 	/* ev_exit watches the pidfd, or without pidfds polls the child. */

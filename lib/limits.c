@@ -131,7 +131,8 @@ int sbx__limits_plan(const sbx_policy *p, const struct sbx__cg_caps *caps,
 			plan->nproc = p->processes + own_processes;
 			rc = warn(w, "processes are limited by RLIMIT_NPROC, which counts every process and "
 			             "thread of this user: it is set to those already running plus the "
-			             "limit, so other work of this user can use up the margin (%s)", no_cg);
+			             "limit, so other work of this user can use up the margin, and a "
+			             "refused fork gives no processes verdict (%s)", no_cg);
 		}
 	}
 

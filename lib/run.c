@@ -149,6 +149,7 @@ int sbx_run_start(sbx_sandbox *sb, const sbx_run_options *o, sbx_run_cb cb, void
 	run->cb = cb;
 	run->cb_arg = arg;
 
+	run->shell = o->shell != NULL;
 	rc = sbx__command_build(sb->policy, o, &run->argv, &run->env, &run->cwd);
 	if (rc == 0 && o->stdin_data) {
 		run->stdin_len = o->stdin_len;
@@ -696,7 +697,10 @@ static void kill_tree(sbx_run *run)
 static void reap(sbx_run *run)
 {
 	sbx_result *r = run->res;
-	kill(-run->pid, SIGKILL);
+	/* The group id is pinned only while our zombie is: a host that reaps
+	 * children it did not start may have freed it already. */
+	if (sbx__exited(run->pid))
+		kill(-run->pid, SIGKILL);
 	if (run->cg.version != SBX__CG_NONE)
 		sbx__cg_kill(&run->cg);
 	if (run->wd) {
@@ -787,18 +791,30 @@ static void verdicts(sbx_run *run)
 	if (run->hit_memory)
 		res->limits_hit |= 1u << SBX_HIT_MEMORY;
 	/* The rlimits end a process with a signal, which reaches us as the
-	 * command's own or, when the command is a shell that ran the process, as
-	 * its exit status 128+N. */
-	int sig = r->signal ? r->signal : r->exited && r->exit_code > 128 ? r->exit_code - 128 : 0;
+	 * command's own or, when the command is a shell string that ran the
+	 * process, as the shell's exit status 128+N (only then: a program's own
+	 * exit status is its business). */
+	int sig = r->signal;
+	if (!sig && run->shell && r->exited && r->exit_code > 128)
+		sig = r->exit_code - 128;
 	if (sig == SIGXFSZ && plan->mech[SBX_LIMIT_FILE_SIZE] == SBX_MECH_RLIMIT)
 		res->limits_hit |= 1u << SBX_HIT_FILE_SIZE;
 	/* RLIMIT_CPU: SIGXCPU at the soft limit, SIGKILL at the hard one for a
-	 * process that ignored the first. */
-	uint64_t cpu_limit = run->sb->policy->cpu_seconds;
-	if (cpu_limit && (sig == SIGXCPU ||
-	                  (r->signal == SIGKILL && !run->killed &&
-	                   res->cpu_user_seconds + res->cpu_system_seconds >= (double)cpu_limit)))
+	 * process that ignored the first; a SIGKILL that neither we nor a
+	 * cgroup's OOM killer sent is that one. */
+	if (run->sb->policy->cpu_seconds &&
+	    (sig == SIGXCPU || (sig == SIGKILL && !run->killed &&
+	                        !(res->limits_hit & (1u << SBX_HIT_MEMORY)))))
 		res->limits_hit |= 1u << SBX_HIT_CPU;
+	/* bwrap does not wait for its namespace's init, so without a cgroup
+	 * the figures wait4() gives are bwrap's alone. */
+	if (run->sb->backend->status_fd && run->cg.version == SBX__CG_NONE &&
+	    res->peak_memory_source && strcmp(res->peak_memory_source, "rusage") == 0) {
+		res->peak_memory_bytes = -1;
+		res->peak_memory_source = NULL;
+		result_warn(r, "cpu times and peak memory are not measured: bubblewrap does not pass "
+		               "them on, and no cgroup is in use for this run");
+	}
 }
 
 /* Releases everything and calls back; the run is gone afterwards. */
