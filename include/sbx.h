@@ -227,6 +227,12 @@ typedef struct sbx_output {
 
 typedef struct sbx_resources {
 	double wall_seconds;
+	/*
+	 * CPU time of the tree: from the run's cgroup when it has one, else
+	 * from wait4(), which counts only the processes that were waited for.
+	 * Under bwrap without a cgroup that is bwrap alone (close to zero), and
+	 * the peak is unknown.
+	 */
 	double cpu_user_seconds;
 	double cpu_system_seconds;
 	int64_t peak_memory_bytes;            /* -1 when unknown */

@@ -807,13 +807,12 @@ static void verdicts(sbx_run *run)
 	                        !(res->limits_hit & (1u << SBX_HIT_MEMORY)))))
 		res->limits_hit |= 1u << SBX_HIT_CPU;
 	/* bwrap does not wait for its namespace's init, so without a cgroup
-	 * the figures wait4() gives are bwrap's alone. */
+	 * the figures wait4() gives are bwrap's alone: the peak is unknown
+	 * then (sbx.h says so of the cpu times). */
 	if (run->sb->backend->status_fd && run->cg.version == SBX__CG_NONE &&
 	    res->peak_memory_source && strcmp(res->peak_memory_source, "rusage") == 0) {
 		res->peak_memory_bytes = -1;
 		res->peak_memory_source = NULL;
-		result_warn(r, "cpu times and peak memory are not measured: bubblewrap does not pass "
-		               "them on, and no cgroup is in use for this run");
 	}
 }
 
