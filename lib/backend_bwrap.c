@@ -383,8 +383,19 @@ static int bwrap_wrap(sbx_sandbox *sb, const struct sbx__command *cmd, bool with
 		memcpy(writable, p->writable.v, p->writable.n * sizeof *writable);
 	qsort(writable, p->writable.n, sizeof *writable, by_length);
 	for (size_t i = 0; rc == 0 && i < p->writable.n; i++) {
-		if (access(writable[i], F_OK) < 0) {
-			rc = sbx__error(err, -ENOENT, "writable path '%s' does not exist", writable[i]);
+		/* bwrap binds by name, following links: a link planted in a
+		 * workspace by an earlier run would carry write access elsewhere.
+		 * So a writable path must be its own real path. */
+		char real[PATH_MAX];
+		if (!realpath(writable[i], real)) {
+			rc = sbx__error(err, -errno, "writable path '%s' %s", writable[i],
+			                errno == ENOENT ? "does not exist" : "cannot be resolved");
+			free(writable);
+			goto fail_quiet;
+		}
+		if (strcmp(real, writable[i]) != 0) {
+			rc = sbx__error(err, -ELOOP, "writable path '%s' passes through a symbolic link; "
+			                "name the real path '%s'", writable[i], real);
 			free(writable);
 			goto fail_quiet;
 		}

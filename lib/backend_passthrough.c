@@ -19,6 +19,9 @@ static int passthrough_describe(const sbx_policy *p, sbx__strv *w)
 {
 	int rc = warn(w, "not isolated: the passthrough backend runs the command as this user, "
 	                 "with every file and the network this user can reach");
+	if (rc == 0)
+		rc = warn(w, "process tree not contained: a process that detaches (setsid) and outlives "
+		             "its parent is not found when the run ends, unless the run has a cgroup");
 	if (rc == 0 && p->writable.n)
 		rc = warn(w, "writable paths not enforced: everything this user can write is writable");
 	if (rc == 0 && p->deny_write.n)

@@ -869,6 +869,34 @@ START_TEST(renaming_a_parent_does_not_lift_a_mask)
 }
 END_TEST
 
+START_TEST(writable_path_through_a_link_is_refused)
+{
+	/* A link planted in a workspace (by an earlier run, say) must not carry
+	 * write access to where it points. */
+	char victim[256], lnk[256];
+	snprintf(victim, sizeof victim, "%s/victim-dir", outside);
+	snprintf(lnk, sizeof lnk, "%s/out", work);
+	ck_assert_int_eq(mkdir(victim, 0755), 0);
+	ck_assert_int_eq(symlink(victim, lnk), 0);
+	sbx_policy *p = sbx_policy_new();
+	ck_assert_int_eq(sbx_policy_add_writable(p, lnk, NULL), 0);
+	sbx_sandbox_options so;
+	sbx_sandbox_options_init(&so);
+	so.backend = SBX_BACKEND_BWRAP;
+	ck_assert_int_eq(sbx_sandbox_new(tu_base, p, &so, &sandbox, NULL), 0);
+	sbx_policy_free(p);
+	const char *argv[] = { "/bin/true", NULL };
+	sbx_run_options o;
+	sbx_run_options_init(&o);
+	o.argv = argv;
+	sbx_error err;
+	tu_call c = { 0 };
+	ck_assert_int_eq(sbx_run_start(sandbox, &o, tu_call_cb, &c, NULL, &err), -ELOOP);
+	ck_assert_msg(tu_contains(err.message, "symbolic link"), "%s", err.message);
+	ck_assert_int_eq(c.calls, 0);
+}
+END_TEST
+
 static Suite *isolation_suite(void)
 {
 	Suite *s = suite_create("isolation");
@@ -902,6 +930,7 @@ static Suite *isolation_suite(void)
 	tcase_add_test(tc, command_environment_does_not_reach_bwrap);
 	tcase_add_test(tc, hidden_file_inside_protected_directory_stays_hidden);
 	tcase_add_test(tc, renaming_a_parent_does_not_lift_a_mask);
+	tcase_add_test(tc, writable_path_through_a_link_is_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
