@@ -793,7 +793,9 @@ START_TEST(command_environment_does_not_reach_bwrap)
 	 * command must not be in its environment (they would run code on the
 	 * host before any namespace exists). */
 	make_sandbox(NULL);
-	const char *argv[] = { "/bin/sleep", "5", NULL };
+	char token[64];
+	tu_token(token, sizeof token, "30");
+	const char *argv[] = { "/bin/sleep", token, NULL };
 	const char *env[] = { "LD_PRELOAD=/nonexistent/evil.so", "SBX_MARK=inside", NULL };
 	sbx_run_options o;
 	sbx_run_options_init(&o);
@@ -801,6 +803,11 @@ START_TEST(command_environment_does_not_reach_bwrap)
 	o.env = env;
 	tu_call c = { 0 };
 	tu_start(sandbox, &o, &c);
+	/* Once the command runs, bwrap is settled in its own environment. */
+	double t0 = tu_now();
+	while (!tu_find_prog(token, "sleep") && tu_now() - t0 < 10)
+		event_base_loop(tu_base, EVLOOP_ONCE | EVLOOP_NONBLOCK), usleep(5000);
+	ck_assert_msg(tu_find_prog(token, "sleep"), "the sandboxed sleep never started");
 	char path[64], buf[8192];
 	snprintf(path, sizeof path, "/proc/%d/environ", sbx_run_pid(c.run));
 	int fd = open(path, O_RDONLY);
