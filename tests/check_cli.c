@@ -1084,6 +1084,8 @@ START_TEST(wrap_run_by_hand_behaves_like_run)
 	ck_assert_msg(strncmp(run_o.out, "out\nread-only\nbar\n1\n", 20) == 0, "%s", run_o.out);
 	ck_assert_int_eq(access(file, F_OK), 0);
 	ck_assert_int_eq(access("/var/tmp/sbx-wrap-probe", F_OK), -1);
+	unlink(file);
+	rmdir(dir);
 	free(argv);
 	json_decref(arr);
 	outcome_free(&run_o);
