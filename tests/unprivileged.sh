@@ -26,6 +26,8 @@ cleanup() {
 	if [ -n "${uid:-}" ]; then
 		for pid in $(ps -u "$uid" -o pid= 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
 		rm -rf "/tmp/sbx-stub-$uid"
+		# What a failed test of that user left in /var/tmp is ours too.
+		find /var/tmp -maxdepth 1 -user "$uid" -exec rm -rf {} + 2>/dev/null || true
 	fi
 	userdel -f "$user" 2>/dev/null || true
 	[ -z "$dir" ] || rm -rf "$dir"
