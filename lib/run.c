@@ -699,7 +699,10 @@ static void reap(sbx_run *run)
 	sbx_result *r = run->res;
 	/* The group id is pinned only while our zombie is: a host that reaps
 	 * children it did not start may have freed it already. */
-	if (sbx__exited(run->pid))
+	siginfo_t zombie;
+	memset(&zombie, 0, sizeof zombie);
+	if (waitid(P_PID, (id_t)run->pid, &zombie, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+	    zombie.si_pid == run->pid)
 		kill(-run->pid, SIGKILL);
 	if (run->cg.version != SBX__CG_NONE)
 		sbx__cg_kill(&run->cg);
