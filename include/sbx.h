@@ -9,6 +9,8 @@
  *   sbx_sandbox  a policy copied and bound to an event_base and a backend.
  *   sbx_run      one command in flight on that loop.  Its callback fires
  *                exactly once, with an sbx_result the callback then owns.
+ *   sbx_session  what most callers hold: a sandbox with a workspace and a
+ *                scratch directory around it, and a clean end.
  *
  * Errors: every call that can fail returns 0 or a negative code
  * (sbx_strerror() names it) and, when given an sbx_error, fills it with a
@@ -50,6 +52,7 @@ enum sbx_errcode {
 	SBX_ENOISOLATION = -5002, /* isolation was required but is not possible */
 	SBX_ECLOSED = -5003,      /* the sandbox is being freed */
 	SBX_ESTATE = -5004,       /* the call does not fit the object's state */
+	SBX_EFAILED = -5005,      /* a checked command did not succeed (sbx_session_run) */
 };
 
 /* A sentence long enough for a path of PATH_MAX and its explanation. */
@@ -144,6 +147,21 @@ SBX_API int sbx_policy_set_open_files(sbx_policy *p, uint64_t count, sbx_error *
 SBX_API int sbx_policy_set_core_dumps(sbx_policy *p, bool allowed);
 SBX_API int sbx_policy_set_memory_strategy(sbx_policy *p, enum sbx_memory_strategy s,
                                            sbx_error *err);
+
+/*
+ * Narrowing, for servers that take a policy per request.  A copy starts from
+ * a base policy; clearing the writable paths lets a request name fewer.
+ * sbx_policy_check_narrows() returns 0 when |p| allows nothing that |base|
+ * does not: writable paths inside the base's, every denied path of the base,
+ * no variable the base does not let through, network none under none,
+ * protected defaults and core dumps no looser, each limit set and no higher,
+ * the same memory strategy (or kernel).  Otherwise -EPERM, with a message
+ * that starts with the field ("writable: ...", "memory: ...").
+ */
+SBX_API sbx_policy *sbx_policy_copy(const sbx_policy *p);   /* NULL when out of memory */
+SBX_API void sbx_policy_clear_writable(sbx_policy *p);
+SBX_API int sbx_policy_check_narrows(const sbx_policy *base, const sbx_policy *p,
+                                     sbx_error *err);
 
 /* ------------------------------------------------------------- sandbox */
 
@@ -355,6 +373,96 @@ typedef struct sbx_wrapped {
 SBX_API int sbx_sandbox_wrap(sbx_sandbox *sb, const sbx_run_options *o, sbx_wrapped **out,
                              sbx_error *err);
 SBX_API void sbx_wrapped_free(sbx_wrapped *w);
+
+/* ------------------------------------------------------------- session */
+
+typedef struct sbx_session sbx_session;
+
+typedef struct sbx_session_options {
+	/*
+	 * The directory commands may write and start in.  It must exist; it is
+	 * used where it is and never deleted.  NULL makes a private one under
+	 * $TMPDIR (else /tmp), named "sbx-...", removed at close.
+	 */
+	const char *workspace;
+	sbx_sandbox_options sandbox;
+	double close_wait;  /* seconds close waits for runs to be reaped (default 10) */
+} sbx_session_options;
+
+/* Fills |o| with the defaults: a private workspace, the default sandbox. */
+SBX_API void sbx_session_options_init(sbx_session_options *o);
+
+/*
+ * Opens a session on |base| (borrowed), or on a private loop of its own when
+ * |base| is NULL, which is what a program without an event loop wants.  The
+ * policy is copied, and the workspace and a private scratch directory are
+ * added to its writable paths; every run gets TMPDIR pointing at the scratch
+ * directory.  Directories that sessions of a killed supervisor left under
+ * $TMPDIR are removed first (only "sbx-" directories of this user whose
+ * owner is gone).  A session that fails to open leaves nothing behind.  On
+ * success *out is set; end it with sbx_session_free().
+ */
+SBX_API int sbx_session_open(struct event_base *base, const sbx_policy *policy,
+                             const sbx_session_options *options, sbx_session **out,
+                             sbx_error *err);
+
+/* The workspace and the scratch directory, as real paths.  Valid until the session is freed. */
+SBX_API const char *sbx_session_workspace(const sbx_session *s);
+SBX_API const char *sbx_session_scratch(const sbx_session *s);
+/* The sandbox inside; NULL once the session is closed. */
+SBX_API sbx_sandbox *sbx_session_sandbox(sbx_session *s);
+
+/*
+ * sbx_run_start() in the session: a relative cwd is taken from the
+ * workspace, and no cwd means the workspace.  SBX_ECLOSED once closed.
+ */
+SBX_API int sbx_session_run_start(sbx_session *s, const sbx_run_options *o, sbx_run_cb cb,
+                                  void *arg, sbx_run **out, sbx_error *err);
+
+/*
+ * The same with a policy of its own for this one run, which must narrow the
+ * session's (see sbx_policy_check_narrows(); -EPERM names the field).  The
+ * session's workspace and scratch directory stay writable.  It costs a
+ * sandbox per call, made and freed by the session.
+ */
+SBX_API int sbx_session_run_start_policy(sbx_session *s, const sbx_policy *policy,
+                                         const sbx_run_options *o, sbx_run_cb cb, void *arg,
+                                         sbx_run **out, sbx_error *err);
+
+/*
+ * Runs one command and waits for it, by running the session's loop until
+ * its result is in (other events on a caller's loop run meanwhile); it must
+ * not be called from a callback on that loop (SBX_ESTATE).  The result is
+ * stored in *out (caller frees) whenever the command was started.  With
+ * |check|, a command that did not exit with status 0 makes the call return
+ * SBX_EFAILED with the message of sbx_result_check() in |err|; *out still
+ * holds the whole result.
+ */
+SBX_API int sbx_session_run(sbx_session *s, const sbx_run_options *o, bool check,
+                            sbx_result **out, sbx_error *err);
+
+/*
+ * Returns 0 when |r| exited with status 0, else SBX_EFAILED and, in |err|,
+ * a message that says which command (from |o|) and why it failed -- it
+ * could not start, timed out, was cancelled, hit a limit, was killed by a
+ * signal or exited with a status -- followed by the last lines of its stderr.
+ */
+SBX_API int sbx_result_check(const sbx_result *r, const sbx_run_options *o, sbx_error *err);
+
+/*
+ * Closes the session: cancels runs still in flight and reaps them (their
+ * callbacks fire, with cancelled set, from inside this call), then removes
+ * the directories the session made -- without following links or crossing
+ * into other mounts, whatever the programs left in them.  A workspace the
+ * caller supplied is left as the commands made it.  Returns an error, with
+ * the path, when something could not be removed.  Closing again is
+ * harmless and returns 0; other calls on a closed session fail with
+ * SBX_ECLOSED.
+ */
+SBX_API int sbx_session_close(sbx_session *s, sbx_error *err);
+
+/* Closes |s| if it is open and frees it.  NULL is ignored. */
+SBX_API void sbx_session_free(sbx_session *s);
 
 /* ---------------------------------------------------------------- sync */
 

@@ -17,9 +17,11 @@ const char *sbx_strerror(int code)
 	case SBX_ENOISOLATION:
 		return "isolation required but not available";
 	case SBX_ECLOSED:
-		return "sandbox is being freed";
+		return "sandbox or session is closed";
 	case SBX_ESTATE:
 		return "call does not fit the object's state";
+	case SBX_EFAILED:
+		return "command did not succeed";
 	}
 	if (code < 0 && code > -4096) {
 		/* strerrordesc_np() returns a static string, so it is safe from any

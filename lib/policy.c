@@ -1,5 +1,6 @@
 /* policy.c -- what a run may do, validated as it is set. */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <stdlib.h>
@@ -355,5 +356,93 @@ int sbx_policy_set_memory_strategy(sbx_policy *p, enum sbx_memory_strategy s, sb
 		return sbx__error(err, -EINVAL, "memory strategy %d is not auto, kernel, watchdog or none",
 		                  (int)s);
 	p->memory_strategy = s;
+	return 0;
+}
+
+/* ------------------------------------------------------------- narrowing */
+
+sbx_policy *sbx_policy_copy(const sbx_policy *p)
+{
+	sbx_policy *copy = NULL;
+	return p && sbx__policy_copy(&copy, p) == 0 ? copy : NULL;
+}
+
+void sbx_policy_clear_writable(sbx_policy *p)
+{
+	sbx__strv_free(&p->writable);
+}
+
+static bool path_within(const char *path, const char *root)
+{
+	size_t n = strlen(root);
+	if (strcmp(root, "/") == 0)
+		return true;
+	return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+static bool strv_has(const sbx__strv *sv, const char *s)
+{
+	for (size_t i = 0; i < sv->n; i++) {
+		if (strcmp(sv->v[i], s) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* A limit of 0 is none, which is the widest. */
+static int limit_narrows(uint64_t base, uint64_t p, const char *what, sbx_error *err)
+{
+	if (base != 0 && (p == 0 || p > base))
+		return sbx__error(err, -EPERM, "%s: %" PRIu64 " is above the base policy's %" PRIu64,
+		                  what, p, base);
+	return 0;
+}
+
+int sbx_policy_check_narrows(const sbx_policy *base, const sbx_policy *p, sbx_error *err)
+{
+	size_t i, j;
+	int rc;
+
+	for (i = 0; i < p->writable.n; i++) {
+		for (j = 0; j < base->writable.n; j++) {
+			if (path_within(p->writable.v[i], base->writable.v[j]))
+				break;
+		}
+		if (j == base->writable.n)
+			return sbx__error(err, -EPERM, "writable: '%s' is outside every writable path of "
+			                  "the base policy", p->writable.v[i]);
+	}
+	for (i = 0; i < base->deny_write.n; i++) {
+		if (!strv_has(&p->deny_write, base->deny_write.v[i]))
+			return sbx__error(err, -EPERM, "deny_write: '%s' of the base policy is missing",
+			                  base->deny_write.v[i]);
+	}
+	for (i = 0; i < base->deny_read.n; i++) {
+		if (!strv_has(&p->deny_read, base->deny_read.v[i]))
+			return sbx__error(err, -EPERM, "deny_read: '%s' of the base policy is missing",
+			                  base->deny_read.v[i]);
+	}
+	for (i = 0; i < p->env_allow.n; i++) {
+		if (!strv_has(&base->env_allow, p->env_allow.v[i]))
+			return sbx__error(err, -EPERM, "env: the base policy does not let '%s' through",
+			                  p->env_allow.v[i]);
+	}
+	if (base->network == SBX_NETWORK_NONE && p->network != SBX_NETWORK_NONE)
+		return sbx__error(err, -EPERM, "network: 'full' is wider than the base policy's 'none'");
+	if (base->protect_defaults && !p->protect_defaults)
+		return sbx__error(err, -EPERM, "protect_defaults: the base policy keeps them on");
+	if (!base->core_dumps && p->core_dumps)
+		return sbx__error(err, -EPERM, "core_dumps: the base policy does not allow them");
+	if (p->memory_strategy != base->memory_strategy && p->memory_strategy != SBX_MEMORY_KERNEL)
+		return sbx__error(err, -EPERM, "memory_strategy: only the base policy's or 'kernel' may "
+		                  "be asked for");
+	if ((rc = limit_narrows(base->memory, p->memory, "memory", err)) < 0 ||
+	    (rc = limit_narrows(base->cpu_seconds, p->cpu_seconds, "cpu_seconds", err)) < 0 ||
+	    (rc = limit_narrows(base->processes, p->processes, "processes", err)) < 0 ||
+	    (rc = limit_narrows(base->file_size, p->file_size, "file_size", err)) < 0 ||
+	    (rc = limit_narrows(base->open_files, p->open_files, "open_files", err)) < 0)
+		return rc;
+	if (base->cpus != 0 && (p->cpus == 0 || p->cpus > base->cpus))
+		return sbx__error(err, -EPERM, "cpus: %g is above the base policy's %g", p->cpus, base->cpus);
 	return 0;
 }

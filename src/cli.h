@@ -55,6 +55,9 @@ int cli_parse_backend(const char *text, enum sbx_backend *out);
 int cli_cmd_wrap(int argc, char **argv);
 int cli_cmd_caps(int argc, char **argv);
 
+/* `sbx serve` (serve.c). */
+int cli_cmd_serve(int argc, char **argv);
+
 /* |len| bytes as a JSON string, invalid UTF-8 replaced by U+FFFD. */
 json_t *cli_json_text(const char *data, size_t len);
 

@@ -244,7 +244,7 @@ static const struct command commands[] = {
 	{"run", cmd_run},
 	{"wrap", cli_cmd_wrap},
 	{"caps", cli_cmd_caps},
-	{"serve", NULL},
+	{"serve", cli_cmd_serve},
 	{"bench", NULL},
 };
 

@@ -1,0 +1,1 @@
+# bench.mk -- the benchmarks (included by Makefile.am).

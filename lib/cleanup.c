@@ -1,0 +1,2 @@
+/* cleanup.c -- removing the directories a session made. */
+#include "internal.h"
