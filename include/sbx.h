@@ -386,7 +386,6 @@ typedef struct sbx_session_options {
 	 */
 	const char *workspace;
 	sbx_sandbox_options sandbox;
-	double close_wait;  /* seconds close waits for runs to be reaped (default 10) */
 } sbx_session_options;
 
 /* Fills |o| with the defaults: a private workspace, the default sandbox. */

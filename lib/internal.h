@@ -295,12 +295,33 @@ struct sbx_run {
 	sbx_result *res;
 };
 
+/* The loop whose run callback this thread is inside, or NULL: a blocking
+ * call cannot wait on that loop from there.  (libevent 2.1's own
+ * event_base_get_running_event() crashes when called outside the loop.) */
+extern __thread struct event_base *sbx__callback_base;
+
 /* Spawns the run's child; 0, or a negative code with nothing left behind. */
 int sbx__run_spawn(sbx_run *run, sbx_error *err);
 /* Starts a queued run now (the sandbox has a free slot). */
 void sbx__run_admit(sbx_run *run);
 /* Ends a run because its sandbox is being freed: kill, reap, call back. */
 void sbx__run_abandon(sbx_run *run);
+
+/* ------------------------------------------------------------- cleanup */
+
+/* The lock a live session holds inside its directory. */
+#define SBX__SESSION_LOCK ".lock"
+
+/*
+ * Removes |path| and everything under it, without following links or
+ * entering other mounts, whatever the modes.  0 when it is gone (or never
+ * was); else a negative code and a message naming what stayed.
+ */
+int sbx__remove_tree(const char *path, sbx_error *err);
+
+/* Removes the "sbx-PID-XXXXXX" directories in |tmpdir| whose session is
+ * gone; returns how many. */
+unsigned sbx__reclaim_sessions(const char *tmpdir);
 
 /* ---------------------------------------------------------------- time */
 

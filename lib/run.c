@@ -58,6 +58,8 @@ enum run_event {
 	RUN_FINISH,      /* deferred: finish from the loop */
 };
 
+__thread struct event_base *sbx__callback_base;
+
 static void run_step(sbx_run *run, enum run_event ev);
 
 /* ----------------------------------------------------------------- options */
@@ -255,8 +257,12 @@ static void take_output(sbx_run *run, int stream, const char *data, size_t n)
 			o->len += keep;
 		}
 	}
-	if (run->on_output)
+	if (run->on_output) {
+		struct event_base *outer = sbx__callback_base;
+		sbx__callback_base = run->sb->base;
 		run->on_output((enum sbx_stream)stream, data, n, run->on_output_arg);
+		sbx__callback_base = outer;
+	}
 }
 
 /*
@@ -863,9 +869,12 @@ static void finish(sbx_run *run)
 	sbx__sandbox_unlink(sb, run);
 	sbx_run_cb cb = run->cb;
 	void *arg = run->cb_arg;
+	struct event_base *outer = sbx__callback_base;
+	sbx__callback_base = sb->base;
 	run->res = NULL;
 	run_free(run);
 	cb(r, arg);
+	sbx__callback_base = outer;
 }
 
 static void run_step(sbx_run *run, enum run_event ev)

@@ -162,7 +162,8 @@ static int run_command(struct cli_run *cr)
 {
 	struct run_state st = {0};
 	struct event_base *base;
-	sbx_sandbox *sb = NULL;
+	sbx_session *session = NULL;
+	sbx_session_options so;
 	sbx_error err;
 	int status = CLI_EXIT_FAILURE;
 	size_t i;
@@ -172,7 +173,12 @@ static int run_command(struct cli_run *cr)
 		cli_error("cannot create an event loop");
 		return CLI_EXIT_FAILURE;
 	}
-	if (sbx_sandbox_new(base, cr->policy, &cr->sandbox, &sb, &err) < 0) {
+	/* A session gives the run its workspace (a private one, removed at the
+	 * end, without -w) and its TMPDIR. */
+	sbx_session_options_init(&so);
+	so.workspace = cr->cwd;
+	so.sandbox = cr->sandbox;
+	if (sbx_session_open(base, cr->policy, &so, &session, &err) < 0) {
 		cli_error("%s", err.message);
 		goto out;
 	}
@@ -187,7 +193,7 @@ static int run_command(struct cli_run *cr)
 		cr->run.on_output = on_output;
 		cr->run.on_output_arg = &st;
 	}
-	if (sbx_run_start(sb, &cr->run, on_done, &st, &st.run, &err) < 0) {
+	if (sbx_session_run_start(session, &cr->run, on_done, &st, &st.run, &err) < 0) {
 		cli_error("%s", err.message);
 		goto out;
 	}
@@ -204,9 +210,14 @@ static int run_command(struct cli_run *cr)
 		print_notes(st.result);
 	}
 out:
-	/* A run still in flight delivers its result from inside sbx_sandbox_free,
-	 * so the result is freed after it. */
-	sbx_sandbox_free(sb);
+	/* A run still in flight delivers its result from inside the close, so
+	 * the result is freed after it. */
+	if (session && sbx_session_close(session, &err) < 0) {
+		cli_error("%s", err.message);
+		if (status == 0)
+			status = CLI_EXIT_FAILURE;
+	}
+	sbx_session_free(session);
 	sbx_result_free(st.result);
 	for (i = 0; i < NCANCEL_SIGNALS; i++) {
 		if (st.signals[i])

@@ -335,13 +335,24 @@ static pid_t wait_for_sleep(const char *arg, pid_t except)
 	return 0;
 }
 
-/* A fresh directory for one test; the test process exits before anyone else looks. */
+static char tmpdir_path[] = "/tmp/sbx-check-cli-XXXXXX";
+
+/* Runs when the test's process exits, whether the test passed or not. */
+static void remove_tmpdir(void)
+{
+	char cmd[sizeof tmpdir_path + 32];
+
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir_path);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", tmpdir_path);
+}
+
+/* A fresh directory for one test, removed when its process exits. */
 static char *make_tmpdir(void)
 {
-	static char dir[] = "/tmp/sbx-check-cli-XXXXXX";
-
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	return dir;
+	ck_assert_ptr_nonnull(mkdtemp(tmpdir_path));
+	atexit(remove_tmpdir);
+	return tmpdir_path;
 }
 
 static void write_file(const char *path, const char *data, size_t len, mode_t mode)
@@ -903,6 +914,25 @@ START_TEST(workspace_is_the_cwd)
 }
 END_TEST
 
+/* Without -w the run gets a private workspace under $TMPDIR, gone when sbx exits. */
+START_TEST(private_workspace_without_w)
+{
+	char *dir = make_tmpdir(), *real;
+	struct outcome o;
+
+	real = realpath(dir, NULL);
+	ck_assert_ptr_nonnull(real);
+	setenv("TMPDIR", real, 1);
+	sbx(&o, "run", "--backend", "passthrough", "-c", "pwd; echo \"$TMPDIR\"; echo x > made");
+	ck_assert_int_eq(o.status, 0);
+	ck_assert_msg(strncmp(o.out, real, strlen(real)) == 0, "ran in %s, not under %s", o.out, real);
+	ck_assert_msg(strstr(o.out, "/workspace\n") && strstr(o.out, "/tmp\n"), "output: %s", o.out);
+	outcome_free(&o);
+	ck_assert_int_eq(rmdir(real), 0); /* empty: the session took its directory with it */
+	free(real);
+}
+END_TEST
+
 START_TEST(env_sets_variables)
 {
 	struct outcome o;
@@ -1185,6 +1215,7 @@ static Suite *cli_suite(void)
 	tcase_add_test(tc, usage_errors_are_125);
 	tcase_add_loop_test(tc, later_commands_say_not_implemented, 0, N_ELEMS(later_commands));
 	tcase_add_test(tc, workspace_is_the_cwd);
+	tcase_add_test(tc, private_workspace_without_w);
 	tcase_add_test(tc, env_sets_variables);
 	tcase_add_test(tc, input_feeds_stdin);
 	tcase_add_test(tc, stdin_file_feeds_stdin);

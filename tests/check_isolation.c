@@ -458,10 +458,18 @@ START_TEST(protected_defaults_can_be_turned_off)
 }
 END_TEST
 
+static char host_tmp[64];
+
+static void remove_host_tmp(void)
+{
+	unlink(host_tmp);
+}
+
 START_TEST(tmp_is_private)
 {
-	char host_tmp[64], inside[64], cmd[512];
+	char inside[64], cmd[512];
 	snprintf(host_tmp, sizeof host_tmp, "/tmp/sbx-iso-visible-%d", (int)getpid());
+	atexit(remove_host_tmp);
 	snprintf(inside, sizeof inside, "/tmp/sbx-iso-inside-%d", (int)getpid());
 	write_host(host_tmp, "host\n");
 	make_sandbox(NULL);
@@ -470,7 +478,6 @@ START_TEST(tmp_is_private)
 	sbx_result *r = sh(cmd);
 	ck_assert_str_eq(r->out[SBX_STDOUT].data, "inside\n");
 	ck_assert_int_eq(access(inside, F_OK), -1);
-	unlink(host_tmp);
 }
 END_TEST
 

@@ -331,8 +331,8 @@ START_TEST(strerror_names_every_code)
 		              -ENOENT,    -EACCES,          -EPERM,           -ERANGE,
 		              -4095,      SBX_EUNAVAILABLE, SBX_ENOISOLATION, SBX_ECLOSED,
 		              SBX_ESTATE, -12345,           12345,            INT_MIN,
-		              INT_MAX,    -5000,            -5005 };
-	const int own[] = { SBX_EUNAVAILABLE, SBX_ENOISOLATION, SBX_ECLOSED, SBX_ESTATE };
+		              INT_MAX,    -5000,            SBX_EFAILED, -5006 };
+	const int own[] = { SBX_EUNAVAILABLE, SBX_ENOISOLATION, SBX_ECLOSED, SBX_ESTATE, SBX_EFAILED };
 
 	for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
 		const char *s = sbx_strerror(codes[i]);
@@ -341,10 +341,10 @@ START_TEST(strerror_names_every_code)
 	}
 	/* sbx's own codes have names of their own, distinct from each other,
 	 * from an errno's and from an unknown code's. */
-	for (size_t i = 0; i < 4; i++) {
+	for (size_t i = 0; i < 5; i++) {
 		ck_assert_str_ne(sbx_strerror(own[i]), sbx_strerror(-12345));
 		ck_assert_str_ne(sbx_strerror(own[i]), sbx_strerror(-EINVAL));
-		for (size_t j = i + 1; j < 4; j++)
+		for (size_t j = i + 1; j < 5; j++)
 			ck_assert_str_ne(sbx_strerror(own[i]), sbx_strerror(own[j]));
 	}
 	ck_assert_str_ne(sbx_strerror(-EINVAL), sbx_strerror(-ENOMEM));
@@ -483,6 +483,79 @@ START_TEST(sandbox_copies_policy)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------ narrowing */
+
+/* The field-named refusal of |p| against |base|, or "" when it narrows. */
+static const char *narrowing(const sbx_policy *base, const sbx_policy *p)
+{
+	static sbx_error err;
+	int rc = sbx_policy_check_narrows(base, p, &err);
+	if (rc == 0)
+		return "";
+	ck_assert_int_eq(rc, -EPERM);
+	return err.message;
+}
+
+START_TEST(narrowing_allows_less_and_names_more)
+{
+	sbx_policy *base = sbx_policy_new();
+	ck_assert_int_eq(sbx_policy_add_writable(base, "/srv/work", NULL), 0);
+	ck_assert_int_eq(sbx_policy_add_deny_read(base, "/srv/work/secret", NULL), 0);
+	ck_assert_int_eq(sbx_policy_set_memory(base, 1 << 30, NULL), 0);
+	ck_assert_int_eq(sbx_policy_set_cpus(base, 1, NULL), 0);
+
+	/* A copy is the same policy; fewer writable paths, more denied ones,
+	 * lower limits and new limits all narrow. */
+	sbx_policy *p = sbx_policy_copy(base);
+	ck_assert_str_eq(narrowing(base, p), "");
+	sbx_policy_clear_writable(p);
+	ck_assert_int_eq(sbx_policy_add_writable(p, "/srv/work/sub", NULL), 0);
+	ck_assert_int_eq(sbx_policy_add_deny_write(p, "/srv/work/sub/.env", NULL), 0);
+	ck_assert_int_eq(sbx_policy_set_memory(p, 1 << 20, NULL), 0);
+	ck_assert_int_eq(sbx_policy_set_cpus(p, 0.5, NULL), 0);
+	ck_assert_int_eq(sbx_policy_set_processes(p, 10, NULL), 0);
+	ck_assert_str_eq(narrowing(base, p), "");
+	sbx_policy_free(p);
+
+	/* A sibling with a common prefix is not inside. */
+	p = sbx_policy_copy(base);
+	ck_assert_int_eq(sbx_policy_add_writable(p, "/srv/workshop", NULL), 0);
+	ck_assert_str_eq(narrowing(base, p),
+	                 "writable: '/srv/workshop' is outside every writable path of the base policy");
+	sbx_policy_free(p);
+
+	p = sbx_policy_copy(base);
+	ck_assert_int_eq(sbx_policy_set_cpus(p, 2, NULL), 0);
+	ck_assert_str_eq(narrowing(base, p), "cpus: 2 is above the base policy's 1");
+	sbx_policy_free(p);
+
+	/* Dropping a denied path, the protected defaults or the network's
+	 * absence is widening too. */
+	p = sbx_policy_new();
+	ck_assert_int_eq(sbx_policy_set_memory(p, 1 << 20, NULL), 0);
+	ck_assert_int_eq(sbx_policy_set_cpus(p, 1, NULL), 0);
+	ck_assert_str_eq(narrowing(base, p),
+	                 "deny_read: '/srv/work/secret' of the base policy is missing");
+	sbx_policy_free(p);
+
+	p = sbx_policy_copy(base);
+	sbx_policy_set_protect_defaults(p, false);
+	ck_assert_str_eq(narrowing(base, p), "protect_defaults: the base policy keeps them on");
+	sbx_policy_set_protect_defaults(p, true);
+	ck_assert_int_eq(sbx_policy_set_network(p, SBX_NETWORK_FULL, NULL), 0);
+	ck_assert_str_eq(narrowing(base, p), "network: 'full' is wider than the base policy's 'none'");
+	sbx_policy_free(p);
+
+	p = sbx_policy_copy(base);
+	ck_assert_int_eq(sbx_policy_allow_env(p, "AWS_SECRET_ACCESS_KEY", NULL), 0);
+	ck_assert_str_eq(narrowing(base, p),
+	                 "env: the base policy does not let 'AWS_SECRET_ACCESS_KEY' through");
+	sbx_policy_free(p);
+	sbx_policy_free(base);
+}
+END_TEST
+
 static Suite *policy_suite(void)
 {
 	Suite *s = suite_create("policy");
@@ -509,6 +582,7 @@ static Suite *policy_suite(void)
 	tcase_add_test(tc, strerror_names_every_code);
 	tcase_add_test(tc, enum_names_match_the_json_keys);
 	tcase_add_test(tc, options_defaults);
+	tcase_add_test(tc, narrowing_allows_less_and_names_more);
 	suite_add_tcase(s, tc);
 
 	tc = tu_tcase("sandbox", TU_TIMEOUT);

@@ -10,7 +10,7 @@ relocate() {
 	builddir=$(pwd)
 	dir=$(mktemp -d /var/tmp/sbx-suites.XXXXXX)
 	chmod 755 "$dir"
-	cp "$builddir/tests/check_isolation" "$builddir/tests/check_limits" "$dir/"
+	cp "$builddir/tests/check_isolation" "$builddir/tests/check_limits" "$builddir/tests/check_session" "$dir/"
 	cp -P "$builddir"/lib/.libs/libsbx.so* "$dir/"
 }
 
@@ -31,11 +31,13 @@ run_suite() {
 }
 
 # Every suite whose probes run in a sandbox, on every backend that isolates
-# or limits: the isolation suite on bwrap, the limits suite on bwrap and on
-# passthrough.  Arguments as for run_suite.
+# or limits: the isolation suite on bwrap, the session suite (which loops
+# over both itself), the limits suite on bwrap and on passthrough.
+# Arguments as for run_suite.
 run_all() {
 	status=0
 	run_suite check_isolation "$@" || status=1
+	run_suite check_session "$@" || status=1
 	SBX_TEST_BACKEND=bwrap run_suite check_limits "$@" || status=1
 	SBX_TEST_BACKEND=passthrough run_suite check_limits "$@" || status=1
 	return $status
