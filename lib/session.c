@@ -239,6 +239,11 @@ static int session_cwd(const sbx_session *s, const sbx_run_options *o, sbx_run_o
 		return 0;
 	if (o->cwd[0] == '\0')
 		return sbx__error(err, -EINVAL, "cwd is empty; leave it unset for the workspace");
+	for (const char *c = o->cwd; c; c = strchr(c, '/') ? strchr(c, '/') + 1 : NULL) {
+		if (strncmp(c, "..", 2) == 0 && (c[2] == '/' || c[2] == '\0'))
+			return sbx__error(err, -EINVAL, "cwd '%s' climbs out of the workspace with '..'; "
+			                  "give an absolute path for a directory elsewhere", o->cwd);
+	}
 	if (!(*path = join(s->workspace, o->cwd)))
 		return sbx__error(err, -ENOMEM, "out of memory");
 	if (strlen(*path) >= PATH_MAX) {

@@ -201,6 +201,14 @@ START_TEST(cwd_is_relative_to_the_workspace)
 	ck_assert_int_eq(sbx_session_run(s, &o, false, &r, &err), -EINVAL);
 	ck_assert_ptr_null(r);
 	ck_assert(tu_contains(err.message, "cwd is empty"));
+	o.cwd = "a/../..";
+	ck_assert_int_eq(sbx_session_run(s, &o, false, &r, &err), -EINVAL);
+	ck_assert_str_eq(err.message, "cwd 'a/../..' climbs out of the workspace with '..'; "
+	                 "give an absolute path for a directory elsewhere");
+	o.cwd = "a/..b";   /* a name that starts with two dots is just a name */
+	ck_assert_int_eq(sbx_session_run(s, &o, false, &r, &err), 0);
+	ck_assert(r->error != NULL);   /* it does not exist: could not change to it */
+	sbx_result_free(r);
 	sbx_session_free(s);
 }
 END_TEST
