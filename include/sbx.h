@@ -196,7 +196,8 @@ SBX_API int sbx_sandbox_new(struct event_base *base, const sbx_policy *policy,
 
 /*
  * Frees |sb|.  Runs still in flight are killed and reaped before it returns,
- * and each callback fires once, with cancelled set, from inside this call.
+ * and each callback fires once, with cancelled set (unless the command had
+ * already ended by itself), from inside this call.
  * Starting a run from such a callback fails with SBX_ECLOSED.  NULL is ignored.
  */
 SBX_API void sbx_sandbox_free(sbx_sandbox *sb);
@@ -276,7 +277,7 @@ typedef struct sbx_result {
 	int exit_code;        /* 0..255 when exited, else -1 */
 	int signal;           /* the signal that ended it, else 0 */
 	bool timed_out;
-	bool cancelled;       /* sbx_run_cancel() or sbx_sandbox_free() ended it */
+	bool cancelled;       /* sbx_run_cancel() or sbx_sandbox_free() ended it before it ended */
 	sbx_output out[2];    /* indexed by enum sbx_stream */
 	bool isolated;
 	const char *backend;  /* static string */
@@ -318,8 +319,10 @@ SBX_API int sbx_run_start(sbx_sandbox *sb, const sbx_run_options *o, sbx_run_cb 
 
 /*
  * Kills the run's whole process tree.  The callback still fires once, later,
- * from the loop, with cancelled set.  Calling it again, or after the run
- * finished but before its callback, is harmless.
+ * from the loop, with cancelled set -- unless the command had already ended
+ * by itself and only its output was being drained, in which case the result
+ * is that ending.  Calling it again, or after the run finished but before
+ * its callback, is harmless.
  */
 SBX_API void sbx_run_cancel(sbx_run *run);
 

@@ -945,7 +945,8 @@ static void run_step(sbx_run *run, enum run_event ev)
 			finish(run);
 			return;
 		case RUN_CANCEL:
-			run->res->cancelled = true;
+			/* The command has already ended (or never started) by itself:
+			 * that is its result; cancelling only stops the drain. */
 			finish_later(run);
 			return;
 		case RUN_FINISH:
@@ -972,7 +973,7 @@ void sbx__run_admit(sbx_run *run)
 
 void sbx_run_cancel(sbx_run *run)
 {
-	if (run && !run->res->cancelled)
+	if (run && !run->res->cancelled && run->state != SBX__RUN_DONE)
 		run_step(run, RUN_CANCEL);
 }
 
@@ -984,7 +985,9 @@ int sbx_run_pid(const sbx_run *run)
 void sbx__run_abandon(sbx_run *run)
 {
 	sbx_result *r = run->res;
-	r->cancelled = true;
+	/* A run that is draining has ended by itself already. */
+	if (run->state != SBX__RUN_DRAINING)
+		r->cancelled = true;
 	if (run->state == SBX__RUN_QUEUED)
 		sbx__sandbox_dequeue(run->sb, run);
 	if (run->state == SBX__RUN_RUNNING) {

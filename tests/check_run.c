@@ -1049,6 +1049,31 @@ START_TEST(cancel_kills_once)
 }
 END_TEST
 
+/* A command that has ended by itself while its output is still drained (a
+ * detached grandchild holds the pipe) keeps its own ending when cancelled. */
+START_TEST(cancel_while_draining_keeps_the_exit)
+{
+	char token[32], cmd[128];
+	sbx_run_options o = opts(NULL, cmd);
+	tu_call c;
+
+	tu_token(token, sizeof(token), "102");
+	snprintf(cmd, sizeof(cmd), "setsid sleep %s & sleep 0.3; exit 3", token);
+	tu_start(tu_sandbox(NULL, 0), &o, &c);
+	tu_loop_until_proc(token, 5.0);
+	/* The pid reads 0 once the shell has exited and the run drains. */
+	while (c.calls == 0 && sbx_run_pid(c.run) != 0)
+		event_base_loop(tu_base, EVLOOP_ONCE);
+	ck_assert_int_eq(c.calls, 0);
+	sbx_run_cancel(c.run);
+	tu_wait(&c);
+	tu_kill_token(token);
+	assert_exited(c.result, 3);
+	ck_assert(!c.result->cancelled);
+	tu_call_done(&c);
+}
+END_TEST
+
 /* Cancelled before the loop ever ran; and a run still waiting in the queue. */
 START_TEST(cancel_before_loop_and_in_queue)
 {
@@ -1892,6 +1917,7 @@ static Suite *run_suite(void)
 	tcase_add_test(tc, closed_stdout_does_not_end_the_run);
 	tcase_add_test(tc, cancel_kills_once);
 	tcase_add_test(tc, cancel_before_loop_and_in_queue);
+	tcase_add_test(tc, cancel_while_draining_keeps_the_exit);
 	tcase_add_test(tc, sandbox_free_with_runs_in_flight);
 	suite_add_tcase(s, tc);
 
