@@ -45,6 +45,19 @@ enum cli_parse {
 enum cli_parse cli_parse_run(int argc, char **argv, struct cli_run *cr);
 void cli_run_release(struct cli_run *cr);
 
+/*
+ * The options of run plus |extra| (a getopt_long table whose values are at
+ * least CLI_EXTRA_OPTION, ended by a zero entry), and no operands: the base
+ * policy of `sbx serve`.  |apply_extra| gets each extra option (and 'h' for
+ * --help, with a NULL value, to print the usage) and returns -1 after
+ * printing why it refuses one.
+ */
+#define CLI_EXTRA_OPTION 1024
+struct option;
+enum cli_parse cli_parse_base(int argc, char **argv, const struct option *extra,
+                              int (*apply_extra)(int opt, const char *arg, void *ctx), void *ctx,
+                              struct cli_run *cr);
+
 /* Prints the option table of `run` and `wrap`. */
 void cli_print_run_options(FILE *f);
 

@@ -511,8 +511,8 @@ enum cli_parse cli_parse_run(int argc, char **argv, struct cli_run *cr)
 	if (!cr->run.shell)
 		cr->run.argv = (const char *const *)&argv[optind];
 
-	/* Without -w the run happens in our own directory until sessions give it
-	 * a private workspace. */
+	/* Without -w, `run` works in a private workspace its session makes
+	 * (and `wrap`, whose command outlives us, in our own directory). */
 	if (workspace && set_workspace(cr, workspace) < 0)
 		goto fail;
 	return CLI_PARSE_OK;
@@ -527,4 +527,69 @@ void cli_run_release(struct cli_run *cr)
 	free(cr->cwd);
 	free(cr->stdin_buf);
 	memset(cr, 0, sizeof(*cr));
+}
+
+/*
+ * The options of run for a subcommand that adds options of its own and takes
+ * no operands (`sbx serve`).  The two tables are joined so getopt_long sees
+ * every option at once and knows which of them take a value.
+ */
+enum cli_parse cli_parse_base(int argc, char **argv, const struct option *extra,
+                              int (*apply_extra)(int opt, const char *arg, void *ctx), void *ctx,
+                              struct cli_run *cr)
+{
+	enum { NRUN = sizeof(run_options) / sizeof(run_options[0]) - 1, MAX_EXTRA = 16 };
+	struct option all[NRUN + MAX_EXTRA + 1];
+	const char *workspace = NULL;
+	bool have_input = false;
+	char shortopt[3];
+	size_t n = 0, i;
+	int opt, rc;
+
+	memset(cr, 0, sizeof(*cr));
+	sbx_sandbox_options_init(&cr->sandbox);
+	sbx_run_options_init(&cr->run);
+	for (i = 0; i < NRUN; i++)
+		all[n++] = run_options[i];
+	for (i = 0; i < MAX_EXTRA && extra[i].name; i++)
+		all[n++] = extra[i];
+	memset(&all[n], 0, sizeof(all[n]));
+	cr->policy = sbx_policy_new();
+	if (!cr->policy) {
+		cli_error("out of memory");
+		return CLI_PARSE_FAILED;
+	}
+
+	opterr = 0;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, run_optstring, all, NULL)) != -1) {
+		switch (opt) {
+		case '?':
+			cli_error("unknown option '%s'; try 'sbx %s --help'",
+			          refused_option(opt, argv, shortopt), argv[0]);
+			goto fail;
+		case ':':
+			cli_error("option '%s' needs a value", refused_option(opt, argv, shortopt));
+			goto fail;
+		case 'h':
+			apply_extra(opt, NULL, ctx);
+			cli_run_release(cr);
+			return CLI_PARSE_HELP;
+		default:
+			rc = opt >= CLI_EXTRA_OPTION ? apply_extra(opt, optarg, ctx)
+			                             : apply_option(cr, opt, optarg, &workspace, &have_input);
+			if (rc < 0)
+				goto fail;
+		}
+	}
+	if (optind < argc) {
+		cli_error("'sbx %s' takes no operands: '%s'", argv[0], argv[optind]);
+		goto fail;
+	}
+	if (workspace && set_workspace(cr, workspace) < 0)
+		goto fail;
+	return CLI_PARSE_OK;
+fail:
+	cli_run_release(cr);
+	return CLI_PARSE_FAILED;
 }

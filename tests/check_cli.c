@@ -875,7 +875,7 @@ START_TEST(usage_errors_are_125)
 }
 END_TEST
 
-static const char *const later_commands[] = {"serve", "bench"};
+static const char *const later_commands[] = {"bench"};
 
 START_TEST(later_commands_say_not_implemented)
 {
