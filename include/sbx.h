@@ -155,7 +155,7 @@ SBX_API int sbx_policy_set_memory_strategy(sbx_policy *p, enum sbx_memory_strate
  * does not: writable paths inside the base's, every denied path of the base,
  * no variable the base does not let through, network none under none,
  * protected defaults and core dumps no looser, each limit set and no higher,
- * the same memory strategy (or kernel).  Otherwise -EPERM, with a message
+ * the same memory strategy.  Otherwise -EPERM, with a message
  * that starts with the field ("writable: ...", "memory: ...").
  */
 SBX_API sbx_policy *sbx_policy_copy(const sbx_policy *p);   /* NULL when out of memory */
@@ -370,6 +370,10 @@ typedef struct sbx_wrapped {
  * own: it sets the environment and the directory itself (env and cwd repeat
  * them for callers who want them).  Spawn it in a new session with only fds
  * 0-2 open: bubblewrap passes every other inherited fd on to the command.
+ * Standing on its own, it names what it binds by path, checked for links
+ * now; runs the library starts bind from descriptors opened without
+ * following links, which another command that can write the same
+ * directories cannot swap in between.
  * The timeout, output and stdin fields of |o| are not used.  On success *out
  * is set; free it with sbx_wrapped_free().
  */

@@ -43,10 +43,15 @@ struct sbx__backend {
 	int (*describe)(const sbx_policy *p, sbx__strv *warnings);
 	/*
 	 * The command line to spawn for |cmd| (with |with_status|, one that
-	 * reports on fd 3).  NULL: the command itself.
+	 * reports on fd 3).  When |fds| is not NULL the backend may open
+	 * descriptors for the child and name them in the command line (the
+	 * i-th becomes fd SBX__PASS_FD_BASE + i): a path opened now cannot be
+	 * swapped for a link before the sandbox uses it.  NULL |fds|: the
+	 * command line must stand on its own (sbx_sandbox_wrap).  NULL wrap:
+	 * the command itself.
 	 */
 	int (*wrap)(sbx_sandbox *sb, const struct sbx__command *cmd, bool with_status,
-	            sbx__strv *argv, sbx_error *err);
+	            sbx__strv *argv, struct sbx__fds *fds, sbx_error *err);
 };
 
 extern const struct sbx__backend sbx__backend_passthrough;

@@ -8,7 +8,12 @@
  *   /                  the host's, read-only
  *   /dev, /proc, /tmp  a minimal /dev, the new PID namespace's /proc, a
  *                      private tmpfs
- *   writable paths     bound read-write at the same place, parents first
+ *   writable paths     bound read-write at the same place, parents first,
+ *                      from fds opened here without following links
+ *                      (--bind-fd): bwrap resolves a name it is given
+ *                      itself, later, and a command of another run that
+ *                      can write the workspace could swap a directory for
+ *                      a link in between (tests/check_isolation.c)
  *   masks              (protect.c) a read-only bind of the path over itself,
  *                      or for hidden paths an unreadable stub over a file and
  *                      a mode-000 read-only tmpfs over a directory
@@ -248,8 +253,84 @@ static int by_length(const void *a, const void *b)
 	return la < lb ? -1 : la > lb;
 }
 
+/*
+ * Opens |path| (absolute, normalised) as an O_PATH fd, one component at a
+ * time with O_NOFOLLOW: 0, or -ELOOP when any component is a symbolic link,
+ * -ENOTDIR when |want_dir| and it is not a directory, -errno otherwise.
+ *
+ * bwrap binds a source by name, following links, some milliseconds after we
+ * looked at it.  A command of another run that can write the workspace can
+ * swap a directory for a link to anywhere in between; a source opened here
+ * and passed as an fd (--bind-fd) cannot change under us.
+ */
+static int open_nofollow(const char *path, bool want_dir, int *out)
+{
+	int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	char name[NAME_MAX + 1];
+	for (const char *c = path; *c;) {
+		while (*c == '/')
+			c++;
+		size_t len = strcspn(c, "/");
+		if (len == 0)
+			break;
+		if (len > NAME_MAX) {
+			close(fd);
+			return -ENAMETOOLONG;
+		}
+		memcpy(name, c, len);
+		name[len] = '\0';
+		c += len;
+		int next = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		int e = errno;
+		close(fd);
+		if (next < 0)
+			return -e;
+		fd = next;
+		struct stat st;
+		if (fstat(fd, &st) < 0 || S_ISLNK(st.st_mode)) {
+			close(fd);
+			return -ELOOP;
+		}
+		if ((*c || want_dir) && !S_ISDIR(st.st_mode)) {
+			close(fd);
+			return -ENOTDIR;
+		}
+	}
+	*out = fd;
+	return 0;
+}
+
+/* "OPT FD DEST" for |fd| (taken), which becomes the child's next passed fd. */
+static int push_fd(sbx__strv *a, struct sbx__fds *fds, const char *opt, int fd, const char *dest)
+{
+	char num[16];
+	snprintf(num, sizeof num, "%zu", SBX__PASS_FD_BASE + fds->n);
+	int rc = sbx__fds_push(fds, fd);
+	return rc ? rc : push3(a, opt, num, dest);
+}
+
+/*
+ * Binds |path| over itself (OPT is "--bind" or "--ro-bind"): from an fd
+ * opened without following links when |fds| can carry one, else by name.
+ */
+static int bind_self(sbx__strv *a, struct sbx__fds *fds, const char *opt, const char *path,
+                     bool want_dir)
+{
+	if (!fds)
+		return push3(a, opt, path, path);
+	int fd;
+	int rc = open_nofollow(path, want_dir, &fd);
+	if (rc < 0)
+		return rc;
+	char opt_fd[16];
+	snprintf(opt_fd, sizeof opt_fd, "%s-fd", opt);
+	return push_fd(a, fds, opt_fd, fd, path);
+}
+
 static int mask_args(struct bwrap *bw, const sbx_policy *p, const struct sbx__mask *m,
-                     sbx__strv *a, bool *placeholder)
+                     sbx__strv *a, struct sbx__fds *fds, bool *placeholder)
 {
 	struct stat st;
 	*placeholder = false;
@@ -268,10 +349,10 @@ static int mask_args(struct bwrap *bw, const sbx_policy *p, const struct sbx__ma
 		if (!realpath(m->path, target))
 			return 0;
 		struct sbx__mask resolved = { target, m->kind, m->only_existing };
-		return mask_args(bw, p, &resolved, a, placeholder);
+		return mask_args(bw, p, &resolved, a, fds, placeholder);
 	}
 	if (m->kind == SBX__MASK_READ_ONLY)
-		return push3(a, "--ro-bind", m->path, m->path);
+		return bind_self(a, fds, "--ro-bind", m->path, false);
 	if (S_ISDIR(st.st_mode))
 		return push3(a, "--perms", "0000", "--tmpfs") ?: push(a, m->path) ?:
 		       push2(a, "--remount-ro", m->path);
@@ -307,7 +388,46 @@ static bool mask_mounts(const sbx_policy *p, const struct sbx__mask *m)
  * removed with the placeholders.  Parents are pinned shallowest first,
  * before any mask.
  */
-static int pin_ancestors(struct bwrap *bw, const sbx_policy *p, sbx__strv *a)
+/* Shorter first; equal strings next to each other. */
+static int by_length_then_name(const void *a, const void *b)
+{
+	int rc = by_length(a, b);
+	return rc ? rc : strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* A missing directory to pin, made here (beneath an fd opened without
+ * following links) and opened: *fd, or -errno. */
+static int make_pin(const char *dir, int *fd)
+{
+	char parent[PATH_MAX];
+	snprintf(parent, sizeof parent, "%s", dir);
+	char *slash = strrchr(parent, '/');
+	const char *name = slash + 1;
+	*slash = '\0';
+	int pfd;
+	int rc = open_nofollow(parent[0] ? parent : "/", true, &pfd);
+	if (rc < 0)
+		return rc;
+	if (mkdirat(pfd, name, 0755) < 0 && errno != EEXIST)
+		rc = -errno;
+	if (rc == 0) {
+		*fd = openat(pfd, name, O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC);
+		if (*fd < 0)
+			rc = errno == ENOTDIR ? -ELOOP : -errno;
+	}
+	close(pfd);
+	return rc;
+}
+
+static int add_placeholder(struct bwrap *bw, const char *path)
+{
+	for (size_t j = 0; j < bw->placeholders.n; j++)
+		if (strcmp(bw->placeholders.v[j], path) == 0)
+			return 0;
+	return sbx__strv_push(&bw->placeholders, path);
+}
+
+static int pin_ancestors(struct bwrap *bw, const sbx_policy *p, sbx__strv *a, struct sbx__fds *fds)
 {
 	sbx__strv pins = {0};
 	int rc = 0;
@@ -323,40 +443,48 @@ static int pin_ancestors(struct bwrap *bw, const sbx_policy *p, sbx__strv *a)
 		for (char *slash = dir + rlen + (root[rlen - 1] == '/' ? 0 : 1);
 		     rc == 0 && (slash = strchr(slash, '/')); slash++) {
 			*slash = '\0';
-			bool known = false;
-			for (size_t j = 0; j < pins.n && !known; j++)
-				known = strcmp(pins.v[j], dir) == 0;
-			if (!known)
-				rc = sbx__strv_push(&pins, dir);
+			rc = sbx__strv_push(&pins, dir);
 			*slash = '/';
 		}
 	}
+	/* Sorted, the duplicates are neighbours: n log n however deep the
+	 * masks, where comparing each with every other was quadratic. */
 	if (pins.n)
-		qsort(pins.v, pins.n, sizeof *pins.v, by_length);
+		qsort(pins.v, pins.n, sizeof *pins.v, by_length_then_name);
 	for (size_t i = 0; rc == 0 && i < pins.n; i++) {
+		if (i > 0 && strcmp(pins.v[i], pins.v[i - 1]) == 0)
+			continue;
 		struct stat st;
 		if (lstat(pins.v[i], &st) == 0) {
 			/* A link would be followed: leave it (its target, when
 			 * masked, is protected where it is). */
 			if (!S_ISDIR(st.st_mode))
 				continue;
-		} else {
-			rc = push2(a, "--dir", pins.v[i]);
-			bool known = false;
-			for (size_t j = 0; j < bw->placeholders.n && !known; j++)
-				known = strcmp(bw->placeholders.v[j], pins.v[i]) == 0;
-			if (rc == 0 && !known)
-				rc = sbx__strv_push(&bw->placeholders, pins.v[i]);
+			rc = bind_self(a, fds, "--bind", pins.v[i], true);
+			if (rc == -ELOOP || rc == -ENOTDIR)
+				rc = 0;  /* it became a link since: the same as above */
+			continue;
 		}
+		rc = add_placeholder(bw, pins.v[i]);
+		if (rc < 0)
+			break;
+		if (!fds) {
+			rc = push2(a, "--dir", pins.v[i]) ?: push3(a, "--bind", pins.v[i], pins.v[i]);
+			continue;
+		}
+		int fd;
+		rc = make_pin(pins.v[i], &fd);
 		if (rc == 0)
-			rc = push3(a, "--bind", pins.v[i], pins.v[i]);
+			rc = push_fd(a, fds, "--bind-fd", fd, pins.v[i]);
+		else if (rc == -ELOOP || rc == -ENOTDIR)
+			rc = 0;
 	}
 	sbx__strv_free(&pins);
 	return rc;
 }
 
 static int bwrap_wrap(sbx_sandbox *sb, const struct sbx__command *cmd, bool with_status,
-                      sbx__strv *a, sbx_error *err)
+                      sbx__strv *a, struct sbx__fds *fds, sbx_error *err)
 {
 	struct bwrap *bw = sb->backend_state;
 	const sbx_policy *p = sb->policy;
@@ -399,21 +527,27 @@ static int bwrap_wrap(sbx_sandbox *sb, const struct sbx__command *cmd, bool with
 			free(writable);
 			goto fail_quiet;
 		}
-		rc = push3(a, "--bind", writable[i], writable[i]);
+		rc = bind_self(a, fds, "--bind", writable[i], true);
+		if (rc < 0 && rc != -ENOMEM) {
+			rc = sbx__error(err, rc, "writable path '%s' changed while the sandbox was being "
+			                "set up: %s", writable[i], sbx_strerror(rc));
+			free(writable);
+			goto fail_quiet;
+		}
 	}
 	free(writable);
 
 	if (rc == 0)
-		rc = pin_ancestors(bw, p, a);
+		rc = pin_ancestors(bw, p, a, fds);
 	for (size_t i = 0; rc == 0 && i < bw->masks.n; i++) {
 		bool placeholder;
-		rc = mask_args(bw, p, &bw->masks.v[i], a, &placeholder);
-		if (rc == 0 && placeholder) {
-			bool known = false;
-			for (size_t j = 0; j < bw->placeholders.n; j++)
-				known |= strcmp(bw->placeholders.v[j], bw->masks.v[i].path) == 0;
-			if (!known)
-				rc = sbx__strv_push(&bw->placeholders, bw->masks.v[i].path);
+		rc = mask_args(bw, p, &bw->masks.v[i], a, fds, &placeholder);
+		if (rc == 0 && placeholder)
+			rc = add_placeholder(bw, bw->masks.v[i].path);
+		if (rc < 0 && rc != -ENOMEM) {
+			rc = sbx__error(err, rc, "'%s' changed while the sandbox was being set up: %s",
+			                bw->masks.v[i].path, sbx_strerror(rc));
+			goto fail_quiet;
 		}
 	}
 	/* The environment travels in the command line, so that a wrapped

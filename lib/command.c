@@ -141,7 +141,7 @@ int sbx_sandbox_wrap(sbx_sandbox *sb, const sbx_run_options *o, sbx_wrapped **ou
 	}
 	if (sb->backend->wrap) {
 		struct sbx__command cmd = { argv.v, env.v, program, cwd };
-		rc = sb->backend->wrap(sb, &cmd, false, &wrapped, err);
+		rc = sb->backend->wrap(sb, &cmd, false, &wrapped, NULL, err);
 	} else {
 		/* Without a wrapper, env(1) carries the environment and the
 		 * directory, so the command line stands on its own. */

@@ -132,6 +132,10 @@ struct sbx__spawn {
 	const struct sbx__cg *cg;    /* joined before exec; NULL or version NONE: none */
 	const struct sbx__rlimit *rlimits;
 	size_t nrlimits;
+	/* More fds for the child: pass_fds[i] becomes SBX__PASS_FD_BASE + i.
+	 * sbx__spawn may renumber them (in place) to keep them clear of those. */
+	int *pass_fds;
+	size_t npass;
 };
 
 /* What sbx__spawn() saw of the child. */
@@ -152,6 +156,20 @@ int sbx__spawn(const struct sbx__spawn *sp, struct sbx__spawned *out);
 /* Moves |fd| to a number >= 4 (clear of stdio and the child's fd 3),
  * close-on-exec, closing the old one; -errno. */
 int sbx__fd_move_high(int *fd);
+
+/* The child's first passed fd (after stdio and the status fd 3). */
+#define SBX__PASS_FD_BASE 4
+
+/* A list of owned fds to pass to a child. */
+struct sbx__fds {
+	int *v;
+	size_t n, cap;
+};
+
+/* Appends |fd| (taking it: it is closed if the list cannot grow); -ENOMEM. */
+int sbx__fds_push(struct sbx__fds *f, int fd);
+/* Closes every fd and frees the list. */
+void sbx__fds_close(struct sbx__fds *f);
 
 /* ------------------------------------------------------------- processes */
 

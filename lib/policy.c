@@ -433,9 +433,11 @@ int sbx_policy_check_narrows(const sbx_policy *base, const sbx_policy *p, sbx_er
 		return sbx__error(err, -EPERM, "protect_defaults: the base policy keeps them on");
 	if (!base->core_dumps && p->core_dumps)
 		return sbx__error(err, -EPERM, "core_dumps: the base policy does not allow them");
-	if (p->memory_strategy != base->memory_strategy && p->memory_strategy != SBX_MEMORY_KERNEL)
-		return sbx__error(err, -EPERM, "memory_strategy: only the base policy's or 'kernel' may "
-		                  "be asked for");
+	/* Not even "kernel": where no cgroup exists it means a per-process
+	 * RLIMIT_AS, which a forking command multiplies, in place of the
+	 * watchdog's limit on the whole tree. */
+	if (p->memory_strategy != base->memory_strategy)
+		return sbx__error(err, -EPERM, "memory_strategy: only the base policy's may be asked for");
 	if ((rc = limit_narrows(base->memory, p->memory, "memory", err)) < 0 ||
 	    (rc = limit_narrows(base->cpu_seconds, p->cpu_seconds, "cpu_seconds", err)) < 0 ||
 	    (rc = limit_narrows(base->processes, p->processes, "processes", err)) < 0 ||

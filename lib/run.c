@@ -531,11 +531,14 @@ int sbx__run_spawn(sbx_run *run, sbx_error *err)
 		return 0;
 	}
 	sbx__strv wrapped = {0};
+	struct sbx__fds pass = {0};
 	if (be->wrap) {
 		struct sbx__command cmd = { run->argv.v, run->env.v, program, run->cwd };
-		int rc = be->wrap(sb, &cmd, be->status_fd, &wrapped, err);
-		if (rc < 0)
+		int rc = be->wrap(sb, &cmd, be->status_fd, &wrapped, &pass, err);
+		if (rc < 0) {
+			sbx__fds_close(&pass);
 			return rc;
+		}
 	}
 
 	/* The run's cgroups, named after this process so that a later start
@@ -548,6 +551,7 @@ int sbx__run_spawn(sbx_run *run, sbx_error *err)
 		int rc = sbx__cg_create(&sb->cg_caps, name, &sb->plan.cg, &run->cg, err);
 		if (rc < 0) {
 			sbx__strv_free(&wrapped);
+			sbx__fds_close(&pass);
 			return rc;
 		}
 	}
@@ -605,11 +609,14 @@ int sbx__run_spawn(sbx_run *run, sbx_error *err)
 		.cg = &run->cg,
 		.rlimits = rlimits,
 		.nrlimits = nrl,
+		.pass_fds = pass.v,
+		.npass = pass.n,
 	};
 	struct sbx__spawned child = { .pidfd = -1 };
 	if (rc == 0)
 		rc = sbx__spawn(&sp, &child);
 	sbx__strv_free(&wrapped);
+	sbx__fds_close(&pass);
 
 	/* The child's ends are the child's now (or nobody's). */
 	close_fd(&out[0][1]);

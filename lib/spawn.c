@@ -30,6 +30,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -110,10 +111,17 @@ SBX__CHILD_CODE static int child_main(void *arg)
 	for (int i = 0; i < 3; i++)
 		if (dup2(sp->fds[i], i) < 0)
 			child_fail(c, SBX__STAGE_SETUP, errno);
+	/* Everything else closes at exec, except the copies made below: dup2()
+	 * gives a copy without close-on-exec.  The passed fds' sources all lie
+	 * above their targets (sbx__spawn saw to it), so none is overwritten
+	 * before it is copied. */
+	if (child_close_fds(3) < 0)
+		child_fail(c, SBX__STAGE_SETUP, errno);
 	if (sp->status_fd >= 0 && dup2(sp->status_fd, 3) < 0)
 		child_fail(c, SBX__STAGE_SETUP, errno);
-	if (child_close_fds(sp->status_fd >= 0 ? 4 : 3) < 0)
-		child_fail(c, SBX__STAGE_SETUP, errno);
+	for (size_t i = 0; i < sp->npass; i++)
+		if (dup2(sp->pass_fds[i], SBX__PASS_FD_BASE + (int)i) < 0)
+			child_fail(c, SBX__STAGE_SETUP, errno);
 	/* No setuid or file capability may raise what the command can do. */
 	if (sp->no_new_privs && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(c, SBX__STAGE_SETUP, errno);
@@ -155,14 +163,60 @@ int sbx__fd_move_high(int *fd)
 	return 0;
 }
 
+/* Moves |fd| to |min| or above, close-on-exec, closing the old one; -errno. */
+static int fd_move_above(int *fd, int min)
+{
+	if (*fd >= min)
+		return 0;
+	int moved = fcntl(*fd, F_DUPFD_CLOEXEC, min);
+	if (moved < 0)
+		return -errno;
+	close(*fd);
+	*fd = moved;
+	return 0;
+}
+
+int sbx__fds_push(struct sbx__fds *f, int fd)
+{
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 8;
+		int *v = realloc(f->v, cap * sizeof *v);
+		if (!v) {
+			close(fd);
+			return -ENOMEM;
+		}
+		f->v = v;
+		f->cap = cap;
+	}
+	f->v[f->n++] = fd;
+	return 0;
+}
+
+void sbx__fds_close(struct sbx__fds *f)
+{
+	for (size_t i = 0; i < f->n; i++)
+		close(f->v[i]);
+	free(f->v);
+	*f = (struct sbx__fds){0};
+}
+
 int sbx__spawn(const struct sbx__spawn *sp, struct sbx__spawned *out)
 {
+	/* The child copies passed fds to SBX__PASS_FD_BASE and up; what it
+	 * still needs afterwards (the report pipe, the other passed fds) must
+	 * lie above all of those. */
+	int floor = SBX__PASS_FD_BASE + (int)sp->npass;
+	for (size_t i = 0; i < sp->npass; i++) {
+		int rc = fd_move_above(&sp->pass_fds[i], floor);
+		if (rc < 0)
+			return rc;
+	}
 	int report[2];
 	if (pipe2(report, O_CLOEXEC) < 0)
 		return -errno;
-	int rc = sbx__fd_move_high(&report[0]);
+	int rc = fd_move_above(&report[0], floor);
 	if (rc == 0)
-		rc = sbx__fd_move_high(&report[1]);
+		rc = fd_move_above(&report[1], floor);
 	if (rc < 0) {
 		close(report[0]);
 		close(report[1]);

@@ -481,6 +481,63 @@ START_TEST(tmp_is_private)
 }
 END_TEST
 
+
+/*
+ * A source bound by name can be swapped for a link between the check and
+ * bwrap's mount, by a command of another run that can write the workspace.
+ * The attacker's win is made certain here: $SBX_BWRAP points at a script
+ * that swaps the writable directory d for a link to a directory outside
+ * just before it starts bwrap.  The run must not write through the link:
+ * its source was opened before the swap, so it either binds the real d or
+ * (what bwrap 0.8 does, seeing the destination moved) refuses to start.
+ */
+/* The case of a writable directory |name| in |work| (which _i picks: one
+ * named writable on top of |work|, or .git, which the protected defaults
+ * pin because .git/hooks is masked inside it). */
+static const char *const swapped_names[] = {"d", ".git"};
+
+START_TEST(writable_source_cannot_be_swapped_for_a_link)
+{
+	const char *name = swapped_names[_i];
+	char dir[256], real[256], target[256], script[256], text[2048], cmd[512];
+	snprintf(dir, sizeof dir, "%s/%s", work, name);
+	snprintf(real, sizeof real, "%s/%s.real", work, name);
+	snprintf(target, sizeof target, "%s/target", outside);
+	snprintf(script, sizeof script, "%s/swap-then-bwrap", outside);
+	ck_assert_int_eq(mkdir(dir, 0777), 0);
+	ck_assert_int_eq(mkdir(target, 0777), 0);
+	snprintf(cmd, sizeof cmd, "%s/hooks", dir);
+	ck_assert_int_eq(mkdir(cmd, 0777), 0);
+	snprintf(cmd, sizeof cmd, "%s/hooks", target);
+	ck_assert_int_eq(mkdir(cmd, 0777), 0);
+	/* Relative, so that bwrap can also follow it at the destination. */
+	snprintf(text, sizeof text, "#!/bin/sh\nmv '%s' '%s' && ln -s ../target '%s' && exec bwrap \"$@\"\n",
+	         dir, real, dir);
+	write_host(script, text);
+	ck_assert_int_eq(chmod(script, 0755), 0);
+	setenv("SBX_BWRAP", script, 1);
+
+	sbx_policy *p = sbx_policy_new();
+	ck_assert_int_eq(sbx_policy_add_writable(p, work, NULL), 0);
+	if (_i == 0)
+		ck_assert_int_eq(sbx_policy_add_writable(p, dir, NULL), 0);
+	make_sandbox(p);
+	sbx_policy_free(p);
+	snprintf(cmd, sizeof cmd, "touch %s/written", dir);
+	sbx_run_options o;
+	sbx_run_options_init(&o);
+	o.shell = cmd;
+	o.timeout = 20;
+	sbx_result *r = tu_run(sandbox, &o, &call);
+	snprintf(cmd, sizeof cmd, "%s/written", target);
+	ck_assert_msg(access(cmd, F_OK) != 0, "the run wrote through the swapped link: %s", cmd);
+	if (!r->error) {
+		snprintf(cmd, sizeof cmd, "%s/written", real);
+		ck_assert_msg(access(cmd, F_OK) == 0, "the run started but did not write into d");
+	}
+}
+END_TEST
+
 /* ------------------------------------------------------------ processes */
 
 START_TEST(supervisor_proc_entries_invisible)
@@ -920,6 +977,7 @@ static Suite *isolation_suite(void)
 	tcase_add_test(tc, write_to_writable_lands_on_host);
 	tcase_add_test(tc, hard_link_and_rename_across_boundary_refused);
 	tcase_add_test(tc, symlink_inside_to_outside_does_not_write_through);
+	tcase_add_loop_test(tc, writable_source_cannot_be_swapped_for_a_link, 0, 2);
 	tcase_add_test(tc, denied_read_is_unreadable);
 	tcase_add_test(tc, denied_path_that_did_not_exist_cannot_be_created);
 	tcase_add_test(tc, deny_write_inside_writable_stays_read_only);

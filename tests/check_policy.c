@@ -547,6 +547,12 @@ START_TEST(narrowing_allows_less_and_names_more)
 	ck_assert_str_eq(narrowing(base, p), "network: 'full' is wider than the base policy's 'none'");
 	sbx_policy_free(p);
 
+	/* "kernel" can mean a per-process RLIMIT_AS in place of a tree-wide limit. */
+	p = sbx_policy_copy(base);
+	ck_assert_int_eq(sbx_policy_set_memory_strategy(p, SBX_MEMORY_KERNEL, NULL), 0);
+	ck_assert_str_eq(narrowing(base, p), "memory_strategy: only the base policy's may be asked for");
+	sbx_policy_free(p);
+
 	p = sbx_policy_copy(base);
 	ck_assert_int_eq(sbx_policy_allow_env(p, "AWS_SECRET_ACCESS_KEY", NULL), 0);
 	ck_assert_str_eq(narrowing(base, p),

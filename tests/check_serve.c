@@ -1127,7 +1127,7 @@ START_TEST(narrowing_runs)
 	send_json(fd, "{\"id\": 1, \"argv\": [\"/bin/echo\", \"narrow\"], \"timeout\": 10,"
 	              " \"max_output\": 100, \"policy\": {\"memory\": 134217728, \"processes\": 20,"
 	              " \"writable\": [\"%s/w/sub\"], \"deny_read\": [\"%s/secret\"],"
-	              " \"network\": \"none\", \"memory_strategy\": \"kernel\", \"cpus\": 0.5}}",
+	              " \"network\": \"none\", \"cpus\": 0.5}}",
 	          dir, dir);
 	r = expect_result(fd, 1, &u);
 	ck_assert(str_is(get(r, "stdout"), "narrow\n"));
