@@ -68,6 +68,9 @@ int cli_parse_backend(const char *text, enum sbx_backend *out);
 int cli_cmd_wrap(int argc, char **argv);
 int cli_cmd_caps(int argc, char **argv);
 
+/* `sbx bench` (bench.c). */
+int cli_cmd_bench(int argc, char **argv);
+
 /* `sbx serve` (serve.c). */
 int cli_cmd_serve(int argc, char **argv);
 

@@ -37,7 +37,7 @@ static void print_usage(FILE *f, bool full)
 	      "       sbx wrap  [OPTIONS] -- PROGRAM [ARG...]\n"
 	      "       sbx caps  [--json]\n"
 	      "       sbx serve [--stdio | --listen unix:PATH] [OPTIONS]\n"
-	      "       sbx bench [...]\n"
+	      "       sbx bench [--backend NAME] [--runs N] [--concurrency N] [--json] [-- PROGRAM...]\n"
 	      "       sbx --help | --version\n",
 	      f);
 	if (!full)
@@ -256,7 +256,7 @@ static const struct command commands[] = {
 	{"wrap", cli_cmd_wrap},
 	{"caps", cli_cmd_caps},
 	{"serve", cli_cmd_serve},
-	{"bench", NULL},
+	{"bench", cli_cmd_bench},
 };
 
 int main(int argc, char **argv)
