@@ -180,6 +180,8 @@ void sbx__fds_close(struct sbx__fds *f);
  * without any chance of hitting a recycled pid.
  */
 void sbx__kill_tree(pid_t pid, int pidfd);
+/* For tests: walk by scanning /proc, as on kernels without children files. */
+extern bool sbx__proc_scan_only;
 
 /* The parent of |pid| as /proc says, or -1. */
 pid_t sbx__parent_of(pid_t pid);

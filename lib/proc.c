@@ -9,6 +9,12 @@
  * only then is the whole set killed.  Signals go through pidfds opened while
  * the process was known to be in the tree, so a pid recycled in between is
  * never hit.
+ *
+ * The walk reads each member's /proc/PID/task/TID/children, which costs the
+ * size of the tree.  Kernels without those files (CONFIG_PROC_CHILDREN) get
+ * a scan of every process's parent in /proc instead, which costs the size of
+ * the machine for each tree: freeing thousands of runs at once was quadratic
+ * that way.
  */
 #include <ctype.h>
 #include <dirent.h>
@@ -139,6 +145,8 @@ static bool in_tree(const struct tree *t, pid_t pid)
 	return false;
 }
 
+static int add_member(struct tree *t, pid_t pid, pid_t ppid);
+
 /* One pass over /proc: stops and adds every process whose parent is in the
  * tree.  Returns how many were added. */
 static size_t walk_once(struct tree *t)
@@ -157,34 +165,111 @@ static size_t walk_once(struct tree *t)
 		pid_t ppid = parent_of(dirfd(d), e->d_name);
 		if (ppid <= 0 || !in_tree(t, ppid))
 			continue;
-		int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-		if (pidfd < 0 && errno != ENOSYS)
-			continue;
-		/* Only now is the pidfd known to be the process we read: check
-		 * the parent again after opening it. */
-		if (parent_of(dirfd(d), e->d_name) != ppid) {
-			if (pidfd >= 0)
-				close(pidfd);
-			continue;
-		}
-		if (t->n == t->cap) {
-			size_t cap = t->cap ? 2 * t->cap : 16;
-			struct member *m = realloc(t->m, cap * sizeof *m);
-			if (!m) {
-				if (pidfd >= 0)
-					close(pidfd);
-				break;
-			}
-			t->m = m;
-			t->cap = cap;
-		}
-		t->m[t->n] = (struct member){ pid, pidfd };
-		signal_member(&t->m[t->n++], SIGSTOP);
-		added++;
+		added += (size_t)add_member(t, pid, ppid);
 	}
 	closedir(d);
 	return added;
 }
+
+/* Adds |pid|, stopped, if it is still |ppid|'s child once we hold a pidfd:
+ * 1 when added, 0 when not (gone, or not the child any more, or out of
+ * memory: then the process group kill is what is left). */
+static int add_member(struct tree *t, pid_t pid, pid_t ppid)
+{
+	char dir[32];
+	snprintf(dir, sizeof dir, "/proc/%d", (int)pid);
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0 && errno != ENOSYS)
+		return 0;
+	/* Only now is the pidfd known to be the process we read about. */
+	if (parent_of(AT_FDCWD, dir) != ppid) {
+		if (pidfd >= 0)
+			close(pidfd);
+		return 0;
+	}
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 16;
+		struct member *m = realloc(t->m, cap * sizeof *m);
+		if (!m) {
+			if (pidfd >= 0)
+				close(pidfd);
+			return 0;
+		}
+		t->m = m;
+		t->cap = cap;
+	}
+	t->m[t->n] = (struct member){ pid, pidfd };
+	signal_member(&t->m[t->n++], SIGSTOP);
+	return 1;
+}
+
+/* The whole of |fd| as a string (malloc'd), or NULL. */
+static char *read_all(int fd)
+{
+	size_t len = 0, cap = 512;
+	char *buf = malloc(cap);
+	ssize_t n;
+	while (buf && (n = read(fd, buf + len, cap - len - 1)) > 0) {
+		len += (size_t)n;
+		if (cap - len - 1 == 0) {
+			char *more = realloc(buf, cap * 2);
+			if (!more) {
+				free(buf);
+				return NULL;
+			}
+			buf = more;
+			cap *= 2;
+		}
+	}
+	if (buf)
+		buf[len] = '\0';
+	return buf;
+}
+
+/*
+ * One pass through the children files of every member: adds, stopped, the
+ * children not yet in the tree.  Returns how many were added, or -1 when
+ * this kernel has no children files.
+ */
+static ssize_t walk_children(struct tree *t)
+{
+	ssize_t added = 0;
+	for (size_t i = 0; i < t->n; i++) {
+		char path[64];
+		pid_t parent = t->m[i].pid;
+		snprintf(path, sizeof path, "/proc/%d/task", (int)parent);
+		DIR *d = opendir(path);
+		if (!d)
+			continue;   /* gone already */
+		struct dirent *e;
+		while ((e = readdir(d))) {
+			if (!isdigit((unsigned char)e->d_name[0]))
+				continue;
+			char file[300];
+			snprintf(file, sizeof file, "%s/children", e->d_name);
+			int fd = openat(dirfd(d), file, O_RDONLY | O_CLOEXEC);
+			if (fd < 0) {
+				if (errno == ENOENT && i == 0 && added == 0) {
+					closedir(d);
+					return -1;
+				}
+				continue;
+			}
+			char *list = read_all(fd);
+			close(fd);
+			char *p = list, *end;
+			for (long child; p && (child = strtol(p, &end, 10), end != p); p = end) {
+				if (child > 0 && !in_tree(t, (pid_t)child))
+					added += add_member(t, (pid_t)child, parent);
+			}
+			free(list);
+		}
+		closedir(d);
+	}
+	return added;
+}
+
+bool sbx__proc_scan_only;
 
 void sbx__kill_tree(pid_t pid, int pidfd)
 {
@@ -198,8 +283,13 @@ void sbx__kill_tree(pid_t pid, int pidfd)
 		t.cap = 16;
 		/* A stopped tree cannot grow, so a few passes find everything;
 		 * the bound only guards against a bug. */
-		for (int pass = 0; pass < 64 && walk_once(&t) > 0; pass++)
-			;
+		ssize_t added = sbx__proc_scan_only ? -1 : walk_children(&t);
+		for (int pass = 0; pass < 64 && added > 0; pass++)
+			added = walk_children(&t);
+		if (added < 0) {
+			for (int pass = 0; pass < 64 && walk_once(&t) > 0; pass++)
+				;
+		}
 	}
 	signal_member(&root, SIGKILL);
 	for (size_t i = 1; i < t.n; i++) {

@@ -221,9 +221,14 @@ bool sbx__sandbox_may_spawn(const sbx_sandbox *sb)
 void sbx__sandbox_spawned(sbx_sandbox *sb)
 {
 	/* The first spawn of a turn arms the admit event, which runs once the
-	 * loop comes round and opens the slots again. */
-	if (sb->nstarting++ == 0)
-		event_active(sb->ev_admit, EV_TIMEOUT, 1);
+	 * loop comes round and opens the slots again.  A zero timeout, not
+	 * event_active(): libevent runs an event activated from inside its own
+	 * callback again in the same pass, so a long queue would be admitted
+	 * without the loop ever polling output, timers or exits in between. */
+	if (sb->nstarting++ == 0) {
+		static const struct timeval now = {0, 0};
+		event_add(sb->ev_admit, &now);
+	}
 }
 
 static void on_admit(evutil_socket_t fd, short what, void *arg)

@@ -41,6 +41,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -811,6 +812,70 @@ START_TEST(quiet_tree_is_not_rescanned)
 }
 END_TEST
 
+
+/* ------------------------------------------------------------ kill tree */
+
+/* Processes whose command line holds |token|, other than this one. */
+static int count_token(const char *token)
+{
+	int n = 0;
+	DIR *d = opendir("/proc");
+	for (struct dirent *e; d && (e = readdir(d));) {
+		char path[300], buf[512];
+		snprintf(path, sizeof path, "/proc/%s/cmdline", e->d_name);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		ssize_t len = read(fd, buf, sizeof buf - 1);
+		close(fd);
+		for (ssize_t i = 0; i < len; i += (ssize_t)strlen(buf + i) + 1) {
+			buf[len] = '\0';
+			if (strcmp(buf + i, token) == 0) {
+				n++;
+				break;
+			}
+		}
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/*
+ * A tree whose members left the root's session and group (setsid) is found
+ * and killed whole: through the children files (_i 0) and by scanning /proc
+ * as on kernels without them (_i 1).
+ */
+START_TEST(kill_tree_finds_detached_members)
+{
+	char token[32], line[256];
+	snprintf(token, sizeof token, "1000.%d", (int)getpid());
+	snprintf(line, sizeof line, "setsid sleep %s & setsid sh -c 'sleep %s & sleep %s & wait' & wait",
+	         token, token, token);
+	pid_t pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		execl("/bin/sh", "sh", "-c", line, (char *)NULL);
+		_exit(127);
+	}
+	double give_up = now() + 10;
+	while (count_token(token) < 3 && now() < give_up)
+		sleep_ms(10);
+	ck_assert_int_eq(count_token(token), 3);
+
+	sbx__proc_scan_only = _i == 1;
+	int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	sbx__kill_tree(pid, pidfd);
+	ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+	if (pidfd >= 0)
+		close(pidfd);
+	give_up = now() + 5;
+	while (count_token(token) > 0 && now() < give_up)
+		sleep_ms(10);
+	ck_assert_msg(count_token(token) == 0, "%d members survived", count_token(token));
+}
+END_TEST
+
 /* ------------------------------------------------------------------- main */
 
 static Suite *suite(void)
@@ -841,6 +906,12 @@ static Suite *suite(void)
 	tcase_add_test(tc, loop_returns_when_last_entry_removed);
 	tcase_add_test(tc, remove_then_free_leaves_nothing);
 	tcase_add_test(tc, add_gone_root_fails);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("kill_tree");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, TIMEOUT);
+	tcase_add_loop_test(tc, kill_tree_finds_detached_members, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
