@@ -40,19 +40,6 @@ static void check_error(const uint8_t *data, size_t size, const struct wire_erro
 		        wire_check_frame(data, size, &again) == 0);
 }
 
-static void check_strv(const struct wire_strv *v, size_t size)
-{
-	size_t i;
-
-	if (!v->v) {
-		require(v->n == 0);
-		return;
-	}
-	require(v->n <= size && v->v[v->n] == NULL);
-	for (i = 0; i < v->n; i++)
-		require(v->v[i] != NULL && strlen(v->v[i]) < size);
-}
-
 /* Does |path| have a ".." component? */
 static int has_dotdot(const char *path)
 {
@@ -66,15 +53,59 @@ static int has_dotdot(const char *path)
 	return 0;
 }
 
+/* A decoded list: terminated, within the frame, and within its bounds. */
+static void check_strv(const struct wire_strv *v, size_t size, size_t max, size_t max_bytes)
+{
+	size_t i, bytes = 0;
+
+	if (!v->v) {
+		require(v->n == 0);
+		return;
+	}
+	require(v->n <= size && v->n <= max && v->v[v->n] == NULL);
+	for (i = 0; i < v->n; i++) {
+		require(v->v[i] != NULL && strlen(v->v[i]) < size);
+		bytes += strlen(v->v[i]);
+	}
+	require(bytes <= max_bytes);
+}
+
+/* The components of |path| ("a//b/" has two). */
+static size_t components(const char *path)
+{
+	size_t n = 0;
+
+	for (; *path; path++) {
+		if (*path != '/' && (path[1] == '/' || path[1] == '\0'))
+			n++;
+	}
+	return n;
+}
+
+/* A policy list: absolute paths, each and all within the depth bounds. */
+static void check_paths(const struct wire_strv *v, size_t size)
+{
+	size_t i, depth, all = 0;
+
+	check_strv(v, size, WIRE_MAX_PATHS, WIRE_MAX_PATHS_BYTES);
+	for (i = 0; i < v->n; i++) {
+		require(v->v[i][0] == '/' && !has_dotdot(v->v[i]));
+		depth = components(v->v[i]);
+		require(depth <= WIRE_MAX_PATH_DEPTH);
+		all += depth;
+	}
+	require(all <= WIRE_MAX_PATHS_COMPONENTS);
+}
+
 static void check_request(const struct wire_request *req, size_t size)
 {
 	size_t i;
 
 	require((req->argv.v != NULL) != (req->shell != NULL));
-	check_strv(&req->argv, size);
+	check_strv(&req->argv, size, WIRE_MAX_ARGS, WIRE_MAX_ARGS_BYTES);
 	if (req->argv.v)
 		require(req->argv.n >= 1 && req->argv.v[0][0] != '\0');
-	check_strv(&req->env, size);
+	check_strv(&req->env, size, WIRE_MAX_ENV, WIRE_MAX_ENV_BYTES);
 	for (i = 0; i < req->env.n; i++)
 		require(strchr(req->env.v[i], '=') != NULL);
 	require(req->stdin_len <= size);
@@ -82,11 +113,9 @@ static void check_request(const struct wire_request *req, size_t size)
 		require(req->cwd[0] != '\0' && !has_dotdot(req->cwd));
 	if (req->has_timeout)
 		require(isfinite(req->timeout) && req->timeout >= 0);
-	check_strv(&req->policy.writable, size);
-	check_strv(&req->policy.deny_write, size);
-	check_strv(&req->policy.deny_read, size);
-	for (i = 0; i < req->policy.writable.n; i++)
-		require(req->policy.writable.v[i][0] == '/');
+	check_paths(&req->policy.writable, size);
+	check_paths(&req->policy.deny_write, size);
+	check_paths(&req->policy.deny_read, size);
 	if (req->policy.set & (1u << WIRE_P_CPUS))
 		require(isfinite(req->policy.cpus) && req->policy.cpus > 0);
 }

@@ -64,6 +64,17 @@ def regress():
     yield "empty_argv", msgpack.packb({"id": 1, "argv": []})
     yield "unknown_key", msgpack.packb({"id": 1, "shell": "x", "bogus": 1})
     yield "invalid_utf8_key", b"\x82\xa2id\x01\xa3\xff\xfe\xfd\x01"
+    # Policy lists past their bounds: the 26-second request of the review
+    # (16 deny_read paths 1000 components deep), too many paths, too many
+    # components in all, too many bytes in all.
+    yield "deep_deny_read", msgpack.packb({"id": 1, "argv": ["/bin/true"], "policy": {
+        "deny_read": ["/ws/x%d" % i + "/a" * 1000 for i in range(16)]}})
+    yield "many_deny_write", msgpack.packb({"id": 1, "shell": "x", "policy": {
+        "deny_write": ["/p%d" % i for i in range(65)]}})
+    yield "writable_components", msgpack.packb({"id": 1, "shell": "x", "policy": {
+        "writable": ["/p%d" % i + "/a" * 63 for i in range(5)]}})
+    yield "deny_read_bytes", msgpack.packb({"id": 1, "shell": "x", "policy": {
+        "deny_read": ["/" + "b" * 3999 for _ in range(17)]}})
 
 
 def write(directory, name, data):

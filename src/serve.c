@@ -34,6 +34,7 @@ enum {
 	OPT_MAX_RUNS,
 	OPT_MAX_PENDING,
 	OPT_MAX_CLIENTS,
+	OPT_SEND_TIMEOUT,
 };
 
 static const struct option serve_options[] = {
@@ -43,6 +44,7 @@ static const struct option serve_options[] = {
 	{"max-runs", required_argument, NULL, OPT_MAX_RUNS},
 	{"max-pending", required_argument, NULL, OPT_MAX_PENDING},
 	{"max-clients", required_argument, NULL, OPT_MAX_CLIENTS},
+	{"send-timeout", required_argument, NULL, OPT_SEND_TIMEOUT},
 	{NULL, 0, NULL, 0},
 };
 
@@ -59,24 +61,27 @@ static void print_serve_usage(FILE *f)
 	      "      --max-runs N         runs in flight at once; the rest wait (default 32)\n"
 	      "      --max-pending N      unanswered requests per client before it is\n"
 	      "                           no longer read (default 32)\n"
-	      "      --max-clients N      clients at once (default 64)\n\n"
+	      "      --max-clients N      clients at once (default 64)\n"
+	      "      --send-timeout N     close a client that takes none of its responses\n"
+	      "                           for N seconds, killing its runs; 0 means never\n"
+	      "                           (default 60)\n\n"
 	      "--timeout and --max-output are the defaults and the most a request may ask;\n"
 	      "-c, --stdin, --input and --json are for run only.\n\n",
 	      f);
 	cli_print_run_options(f);
 }
 
-/* A count option of serve: a whole number from 1 to 1000000. */
-static int parse_limit(const char *opt, const char *text, unsigned *out)
+/* A count option of serve: a whole number from |min| (0 or 1) to 1000000. */
+static int parse_limit(const char *opt, const char *text, unsigned long min, unsigned *out)
 {
 	unsigned long v;
 	char *end;
 
 	errno = 0;
 	v = strtoul(text, &end, 10);
-	if (text[0] < '0' || text[0] > '9' || *end != '\0' || errno == ERANGE || v == 0 ||
+	if (text[0] < '0' || text[0] > '9' || *end != '\0' || errno == ERANGE || v < min ||
 	    v > 1000000) {
-		cli_error("%s '%s' is not a whole number from 1 to 1000000", opt, text);
+		cli_error("%s '%s' is not a whole number from %lu to 1000000", opt, text, min);
 		return -1;
 	}
 	*out = (unsigned)v;
@@ -112,11 +117,13 @@ static int apply_serve_option(int opt, const char *arg, void *ctx)
 		srv->max_frame = (size_t)size;
 		return 0;
 	case OPT_MAX_RUNS:
-		return parse_limit("--max-runs", arg, &srv->max_runs);
+		return parse_limit("--max-runs", arg, 1, &srv->max_runs);
 	case OPT_MAX_PENDING:
-		return parse_limit("--max-pending", arg, &srv->max_pending);
+		return parse_limit("--max-pending", arg, 1, &srv->max_pending);
 	case OPT_MAX_CLIENTS:
-		return parse_limit("--max-clients", arg, &srv->max_clients);
+		return parse_limit("--max-clients", arg, 1, &srv->max_clients);
+	case OPT_SEND_TIMEOUT:
+		return parse_limit("--send-timeout", arg, 0, &srv->send_timeout);
 	}
 	return -1;
 }
@@ -408,6 +415,7 @@ int cli_cmd_serve(int argc, char **argv)
 	srv.max_runs = SERVE_DEFAULT_MAX_RUNS;
 	srv.max_pending = SERVE_DEFAULT_MAX_PENDING;
 	srv.max_clients = SERVE_DEFAULT_MAX_CLIENTS;
+	srv.send_timeout = SERVE_DEFAULT_SEND_TIMEOUT;
 	switch (cli_parse_base(argc, argv, serve_options, apply_serve_option, &srv, &srv.cli)) {
 	case CLI_PARSE_HELP:
 		return 0;

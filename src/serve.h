@@ -30,8 +30,23 @@
 #define SERVE_DEFAULT_MAX_RUNS 32
 #define SERVE_DEFAULT_MAX_PENDING 32
 #define SERVE_DEFAULT_MAX_CLIENTS 64
-/* A connection whose unsent responses pass this stops being read. */
-#define SERVE_OUTPUT_LIMIT (4u * 1024u * 1024u)
+/*
+ * A connection is not read while its unsent responses plus the largest
+ * responses its requests in flight could still make (serve_result_bound())
+ * reach this: a client that does not read its answers then holds at most
+ * this much of the server's memory plus one result, however many requests
+ * it sent.  At the default --max-output of 1M a result may take about 6 MiB
+ * (every byte not UTF-8 becomes a 3-byte U+FFFD), so about six such
+ * requests are in flight per client; smaller max_output allows more.
+ */
+#define SERVE_OUTPUT_BUDGET (32u * 1024u * 1024u)
+/* What a result may take besides its stdout and stderr: keys, numbers, the
+ * error (at most SBX_ERROR_MAX bytes, tripled when not UTF-8) and the
+ * warnings, which are the library's own sentences. */
+#define SERVE_RESULT_OVERHEAD (64u * 1024u)
+/* Default --send-timeout: a connection with responses to send that takes
+ * none of them for this long is closed, and its runs killed. */
+#define SERVE_DEFAULT_SEND_TIMEOUT 60
 /* How long a connection closed for a bad frame may take to read its error. */
 #define SERVE_LINGER_SECONDS 5
 
@@ -46,6 +61,7 @@ struct server {
 
 	size_t max_frame;
 	unsigned max_runs, max_pending, max_clients;
+	unsigned send_timeout;        /* seconds; 0: never */
 	bool stdio;
 	const char *listen;           /* "unix:PATH" as given */
 
@@ -77,6 +93,7 @@ struct serve_job {
 	struct wire_request req;
 	sbx_policy *policy;           /* the request's own, or NULL */
 	sbx_run *run;                 /* while it runs */
+	size_t reserve;               /* the largest response it can have (serve_result_bound()) */
 };
 
 /* serve_conn.c */
@@ -92,7 +109,7 @@ void serve_conn_send_error(struct serve_conn *c, const uint64_t *id, const char 
 void serve_conn_job_done(struct serve_conn *c, struct serve_job *job);
 /* Is |id| the id of a job of |c| not yet answered? */
 bool serve_conn_has_id(const struct serve_conn *c, uint64_t id);
-/* Adds |job| to the jobs of |c|. */
+/* Adds |job| to the jobs of |c|, reserving job->reserve of its output budget. */
 void serve_conn_add_job(struct serve_conn *c, struct serve_job *job);
 
 /* serve_job.c */
@@ -107,5 +124,8 @@ void serve_pump(evutil_socket_t fd, short what, void *arg);
 /* serve_result.c */
 /* Packs the whole response frame {"id": id, "result": {...}} into |sb|. */
 int serve_pack_result(msgpack_sbuffer *sb, uint64_t id, const sbx_result *r);
+/* The most bytes that frame can take for a run that keeps |max_output|
+ * bytes per stream; SIZE_MAX when that does not fit in a size_t. */
+size_t serve_result_bound(uint64_t max_output);
 
 #endif /* SBX_SERVE_H */

@@ -48,13 +48,14 @@ fuzz_corpus = \
 fuzz_regress = \
 	fuzz/regress/argv_array32_4294967295 fuzz/regress/array32_4294967295 \
 	fuzz/regress/bin32_4294967295 fuzz/regress/c1_alone fuzz/regress/c1_as_id \
-	fuzz/regress/deep_in_policy fuzz/regress/deep_nesting fuzz/regress/dotdot_cwd \
-	fuzz/regress/duplicate_id fuzz/regress/empty fuzz/regress/empty_argv \
-	fuzz/regress/ext_type fuzz/regress/invalid_utf8_key fuzz/regress/map32_4294967295 \
-	fuzz/regress/nan_timeout fuzz/regress/negative_memory fuzz/regress/nul_in_argv \
-	fuzz/regress/nul_in_env fuzz/regress/overflowing_processes \
+	fuzz/regress/deep_deny_read fuzz/regress/deep_in_policy fuzz/regress/deep_nesting \
+	fuzz/regress/deny_read_bytes fuzz/regress/dotdot_cwd fuzz/regress/duplicate_id \
+	fuzz/regress/empty fuzz/regress/empty_argv fuzz/regress/ext_type \
+	fuzz/regress/invalid_utf8_key fuzz/regress/many_deny_write \
+	fuzz/regress/map32_4294967295 fuzz/regress/nan_timeout fuzz/regress/negative_memory \
+	fuzz/regress/nul_in_argv fuzz/regress/nul_in_env fuzz/regress/overflowing_processes \
 	fuzz/regress/str32_4294967295 fuzz/regress/trailing_garbage fuzz/regress/truncated \
-	fuzz/regress/unknown_key
+	fuzz/regress/unknown_key fuzz/regress/writable_components
 
 # make fuzz [FUZZ_SECONDS=600]: builds the libFuzzer target with clang and runs it.
 FUZZ_SECONDS = 60

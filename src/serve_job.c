@@ -217,6 +217,8 @@ void serve_job_submit(struct server *srv, struct serve_conn *c, struct wire_requ
 	job->req = *req;
 	memset(req, 0, sizeof(*req));
 	job->policy = policy;
+	job->reserve = serve_result_bound(job->req.has_max_output ? job->req.max_output
+	                                                          : srv->cli.run.max_output);
 	serve_conn_add_job(c, job);
 	enqueue(srv, job);
 	event_active(srv->pump, EV_READ, 0);
@@ -235,16 +237,24 @@ static void on_run_done(sbx_result *result, void *arg)
 	struct server *srv = job->srv;
 	struct serve_conn *c = job->conn;
 	msgpack_sbuffer sb;
+	char text[128];
 
 	job->run = NULL;
 	srv->running--;
 	if (c) {
 		msgpack_sbuffer_init(&sb);
-		if (serve_pack_result(&sb, job->req.id, result) == 0)
-			serve_conn_send(c, &sb);
-		else
+		if (serve_pack_result(&sb, job->req.id, result) < 0) {
 			serve_conn_send_error(c, &job->req.id, WIRE_UNAVAILABLE,
 			                      "the server is out of memory for this result");
+		} else if (sb.size > job->reserve) {
+			/* Never expected: serve_result_bound() is wrong.  Sending it
+			 * anyway would break the bound on the connection's memory. */
+			snprintf(text, sizeof(text), "the result of %zu bytes is larger than the %zu "
+			         "bytes the server reserved for it", sb.size, job->reserve);
+			serve_conn_send_error(c, &job->req.id, WIRE_UNAVAILABLE, text);
+		} else {
+			serve_conn_send(c, &sb);
+		}
 		msgpack_sbuffer_destroy(&sb);
 		serve_conn_job_done(c, job);
 	}

@@ -88,3 +88,18 @@ int serve_pack_result(msgpack_sbuffer *sb, uint64_t id, const sbx_result *r)
 	json_decref(obj);
 	return rc;
 }
+
+/*
+ * Each kept byte of stdout and stderr becomes at most three (a byte that is
+ * not UTF-8 becomes U+FFFD), behind a str header of at most five; the rest
+ * of the frame fits in SERVE_RESULT_OVERHEAD.  on_run_done() checks the
+ * packed frame against this, so a wrong guess here cannot pass the budget.
+ */
+size_t serve_result_bound(uint64_t max_output)
+{
+	const uint64_t limit = (SIZE_MAX - SERVE_RESULT_OVERHEAD) / 2 - 5;
+
+	if (max_output > limit / 3)
+		return SIZE_MAX;
+	return 2 * (3 * (size_t)max_output + 5) + SERVE_RESULT_OVERHEAD;
+}

@@ -398,14 +398,15 @@ static int check_text(const char *field, const struct token *t, bool empty_ok,
 /*
  * A path: not empty, no NUL, shorter than PATH_MAX, no ".." component (a
  * path must mean what it says, not climb out of where it seems to be), and
- * for policy paths absolute and without "." components either, as the
- * policy setters want them.
+ * for policy paths absolute, without "." components either, as the policy
+ * setters want them, and at most WIRE_MAX_PATH_DEPTH components deep.
+ * Counts the components ("a//b/" has two) into *components.
  */
 static int check_path(const char *field, const struct token *t, bool policy,
-                      struct wire_error *err)
+                      size_t *components, struct wire_error *err)
 {
 	char q[QUOTE_MAX * 4 + 8];
-	size_t i = 0, n;
+	size_t i = 0, n, depth = 0;
 
 	if (check_text(field, t, false, err) < 0)
 		return -1;
@@ -422,8 +423,14 @@ static int check_path(const char *field, const struct token *t, bool policy,
 			return request_error(err, "%s: may not contain a '..' component: '%s'", field, q);
 		if (policy && n == 1 && t->data[i] == '.')
 			return request_error(err, "%s: may not contain a '.' component: '%s'", field, q);
+		if (n > 0)
+			depth++;
 		i += n + 1;
 	}
+	if (policy && depth > WIRE_MAX_PATH_DEPTH)
+		return request_error(err, "%s: more than %d components (%zu): '%s'", field,
+		                     WIRE_MAX_PATH_DEPTH, depth, q);
+	*components = depth;
 	return 0;
 }
 
@@ -452,39 +459,58 @@ static int out_of_memory(const char *field, struct wire_error *err)
 	return fail(err, WIRE_UNAVAILABLE, "%s: the server is out of memory", field);
 }
 
-/* How an element of a string list is checked. */
+/* How an element of a string list is checked, and how much a list may hold. */
 enum strv_check { STRV_ARG, STRV_POLICY_PATH };
+
+static const struct strv_bounds {
+	size_t count, bytes, components; /* components: 0 when not paths */
+	const char *what;                /* the elements, in messages */
+} strv_bounds[] = {
+	[STRV_ARG] = {WIRE_MAX_ARGS, WIRE_MAX_ARGS_BYTES, 0, "strings"},
+	[STRV_POLICY_PATH] = {WIRE_MAX_PATHS, WIRE_MAX_PATHS_BYTES, WIRE_MAX_PATHS_COMPONENTS,
+	                      "paths"},
+};
 
 /*
  * An array of strings, into one allocation: the first pass checks every
  * element and adds up the bytes, the second copies.  The array's count was
- * bounded by the frame's bytes before we got here, and |max| bounds it more.
+ * bounded by the frame's bytes before we got here; strv_bounds bounds it
+ * more, and the bytes and components in all, each refused at the element
+ * that passes it.
  */
-static int read_strv(struct reader *r, const char *field, size_t max, enum strv_check check,
+static int read_strv(struct reader *r, const char *field, enum strv_check check,
                      struct wire_strv *out, struct wire_error *err)
 {
+	const struct strv_bounds *b = &strv_bounds[check];
 	struct reader again;
 	struct token t;
 	char name[64];
-	size_t i, bytes = 0, count;
+	size_t i, bytes = 0, components = 0, depth = 0, count;
 	char *text;
 
 	if (expect(r, &t, K_ARRAY, field, "an array of strings", err) < 0)
 		return -1;
 	count = t.len;
-	if (count > max)
-		return request_error(err, "%s: %zu elements are more than %zu", field, count, max);
+	if (count > b->count)
+		return request_error(err, "%s: %zu elements are more than %zu", field, count, b->count);
 	again = *r;
 	for (i = 0; i < count; i++) {
 		snprintf(name, sizeof(name), "%s[%zu]", field, i);
 		if (expect(r, &t, K_STR, name, "a string", err) < 0)
 			return -1;
-		if (check == STRV_POLICY_PATH ? check_path(name, &t, true, err)
+		if (check == STRV_POLICY_PATH ? check_path(name, &t, true, &depth, err)
 		                              : check_text(name, &t, i > 0, err))
 			return -1;
-		bytes += (size_t)t.len + 1;
+		bytes += t.len;
+		components += depth;
+		if (bytes > b->bytes)
+			return request_error(err, "%s: the %s up to here have more than %zu bytes in all",
+			                     name, b->what, b->bytes);
+		if (b->components && components > b->components)
+			return request_error(err, "%s: the %s up to here have more than %zu components "
+			                     "in all", name, b->what, b->components);
 	}
-	out->v = malloc((count + 1) * sizeof(char *) + bytes);
+	out->v = malloc((count + 1) * sizeof(char *) + bytes + count);
 	if (!out->v)
 		return out_of_memory(field, err);
 	text = (char *)(out->v + count + 1);
@@ -530,7 +556,7 @@ static int decode_argv(struct reader *r, struct wire_request *req, struct wire_e
 	/* An empty argv is refused here with its own words, before read_strv. */
 	if (next_token(&peek, &t, err) == 0 && t.kind == K_ARRAY && t.len == 0)
 		return request_error(err, "argv: is empty; give the program to run");
-	return read_strv(r, "argv", WIRE_MAX_ARGS, STRV_ARG, &req->argv, err);
+	return read_strv(r, "argv", STRV_ARG, &req->argv, err);
 }
 
 static int decode_shell(struct reader *r, struct wire_request *req, struct wire_error *err)
@@ -545,9 +571,11 @@ static int decode_shell(struct reader *r, struct wire_request *req, struct wire_
 
 static int decode_cwd(struct reader *r, struct wire_request *req, struct wire_error *err)
 {
+	size_t components;
 	struct token t;
 
-	if (expect(r, &t, K_STR, "cwd", "a string", err) < 0 || check_path("cwd", &t, false, err) < 0)
+	if (expect(r, &t, K_STR, "cwd", "a string", err) < 0 ||
+	    check_path("cwd", &t, false, &components, err) < 0)
 		return -1;
 	return copy_text(&t, &req->cwd) < 0 ? out_of_memory("cwd", err) : 0;
 }
@@ -616,9 +644,13 @@ static int decode_env(struct reader *r, struct wire_request *req, struct wire_er
 		if (expect(r, &v, K_STR, field, "a string", err) < 0 ||
 		    check_text(field, &v, true, err) < 0)
 			return -1;
-		bytes += (size_t)k.len + v.len + 2;
+		/* The bytes of "NAME=VALUE" without its NUL, as argv's are counted. */
+		bytes += (size_t)k.len + v.len + 1;
+		if (bytes > WIRE_MAX_ENV_BYTES)
+			return request_error(err, "%s: the variables up to here have more than %u bytes "
+			                     "in all", field, WIRE_MAX_ENV_BYTES);
 	}
-	req->env.v = malloc((m.len + 1) * sizeof(char *) + bytes);
+	req->env.v = malloc((m.len + 1) * sizeof(char *) + bytes + m.len);
 	if (!req->env.v)
 		return out_of_memory("env", err);
 	text = (char *)(req->env.v + m.len + 1);
@@ -707,13 +739,11 @@ static int decode_policy_field(struct reader *r, enum wire_policy_field f, struc
 {
 	switch (f) {
 	case WIRE_P_WRITABLE:
-		return read_strv(r, "policy.writable", WIRE_MAX_PATHS, STRV_POLICY_PATH, &p->writable, err);
+		return read_strv(r, "policy.writable", STRV_POLICY_PATH, &p->writable, err);
 	case WIRE_P_DENY_WRITE:
-		return read_strv(r, "policy.deny_write", WIRE_MAX_PATHS, STRV_POLICY_PATH,
-		                 &p->deny_write, err);
+		return read_strv(r, "policy.deny_write", STRV_POLICY_PATH, &p->deny_write, err);
 	case WIRE_P_DENY_READ:
-		return read_strv(r, "policy.deny_read", WIRE_MAX_PATHS, STRV_POLICY_PATH, &p->deny_read,
-		                 err);
+		return read_strv(r, "policy.deny_read", STRV_POLICY_PATH, &p->deny_read, err);
 	case WIRE_P_NETWORK:
 		return read_word(r, "policy.network", network_words, &p->network, err);
 	case WIRE_P_MEMORY_STRATEGY:

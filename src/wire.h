@@ -35,10 +35,30 @@
 
 /* Nesting of containers a frame may have; a request needs three. */
 #define WIRE_MAX_DEPTH 8
-/* Elements of argv, variables of env and paths of each policy list. */
+/*
+ * argv and env: how many, and their bytes in all (string bytes, without
+ * terminators).  execve() refuses much less anyway (about 2 MiB of argv and
+ * environment together, by default); these keep a large --max-frame from
+ * making the decoder copy what could never run.
+ */
 #define WIRE_MAX_ARGS 16384
+#define WIRE_MAX_ARGS_BYTES (1024u * 1024u)
 #define WIRE_MAX_ENV 4096
-#define WIRE_MAX_PATHS 1024
+#define WIRE_MAX_ENV_BYTES (1024u * 1024u)
+/*
+ * Each policy list (writable, deny_write, deny_read): paths, their bytes in
+ * all, the components of one path, and the components of all its paths.
+ * The sandbox does work on the event loop for each directory between a
+ * writable root and a denied path (bubblewrap pins every one), so what a
+ * request can make it do is bounded by components, not only by bytes: 16
+ * deny_read paths 1000 components deep took the loop 26 seconds, 64 of 64
+ * components still over a second.  256 components in a list is a few
+ * dozen real paths.
+ */
+#define WIRE_MAX_PATHS 64
+#define WIRE_MAX_PATHS_BYTES (64u * 1024u)
+#define WIRE_MAX_PATH_DEPTH 64
+#define WIRE_MAX_PATHS_COMPONENTS 256
 /* The longest timeout a request may give, as on the command line. */
 #define WIRE_MAX_TIMEOUT 1e9
 

@@ -1054,11 +1054,12 @@ END_TEST
 START_TEST(cancel_while_draining_keeps_the_exit)
 {
 	char token[32], cmd[128];
-	sbx_run_options o = opts(NULL, cmd);
+	sbx_run_options o;
 	tu_call c;
 
 	tu_token(token, sizeof(token), "102");
 	snprintf(cmd, sizeof(cmd), "setsid sleep %s & sleep 0.3; exit 3", token);
+	o = opts(NULL, cmd);
 	tu_start(tu_sandbox(NULL, 0), &o, &c);
 	tu_loop_until_proc(token, 5.0);
 	/* The pid reads 0 once the shell has exited and the run drains. */

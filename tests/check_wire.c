@@ -697,6 +697,158 @@ START_TEST(allocation_is_proportional_to_the_frame)
 }
 END_TEST
 
+/* ------------------------------------------------------- list bounds */
+
+/*
+ * Path |i| of a generated policy list: "/p<i>", then "/a" until it has
+ * |depth| components, then 'x' until it has |len| bytes (when longer).
+ */
+static void make_path(char *buf, size_t size, size_t i, size_t depth, size_t len)
+{
+	size_t n = (size_t)snprintf(buf, size, "/p%zu", i);
+
+	for (size_t d = 1; d < depth && n + 2 < size; d++) {
+		memcpy(buf + n, "/a", 2);
+		n += 2;
+	}
+	while (n < len && n + 1 < size)
+		buf[n++] = 'x';
+	buf[n] = '\0';
+}
+
+/* {"id": 1, "argv": ["/bin/true"], "policy": {field: [n paths]}}, packed
+ * directly: JSON of these sizes would be unwieldy. */
+static msgpack_sbuffer pack_policy_list(const char *field, size_t n, size_t depth, size_t len)
+{
+	static char path[PATH_MAX * 2];
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 3);
+	msgpack_pack_str_with_body(&pk, "id", 2);
+	msgpack_pack_uint8(&pk, 1);
+	msgpack_pack_str_with_body(&pk, "argv", 4);
+	msgpack_pack_array(&pk, 1);
+	msgpack_pack_str_with_body(&pk, "/bin/true", 9);
+	msgpack_pack_str_with_body(&pk, "policy", 6);
+	msgpack_pack_map(&pk, 1);
+	msgpack_pack_str_with_body(&pk, field, strlen(field));
+	msgpack_pack_array(&pk, (uint32_t)n);
+	for (size_t i = 0; i < n; i++) {
+		make_path(path, sizeof(path), i, depth, len);
+		msgpack_pack_str_with_body(&pk, path, strlen(path));
+	}
+	return sb;
+}
+
+/*
+ * Each policy list is bounded by paths, bytes, components per path and
+ * components in all, so a request cannot make the sandbox's setup on the
+ * loop long (the 26-second request of 16 deny_read paths 1000 components
+ * deep is the last row).  Each bound is accepted when met and refused, at
+ * the element that passes it, one past it.
+ */
+static const struct {
+	const char *field;
+	size_t n, depth, len;
+	const char *start; /* NULL: accepted */
+} list_bounds[] = {
+	{"deny_read", 64, 4, 0, NULL},
+	{"deny_read", 65, 1, 0, "policy.deny_read: 65 elements are more than 64"},
+	{"writable", 1, 64, 0, NULL},
+	{"deny_write", 3, 65, 0, "policy.deny_write[0]: more than 64 components (65): '/p0/a/a/a"},
+	{"deny_read", 16, 1, 4000, NULL},
+	{"deny_read", 17, 1, 4000,
+	 "policy.deny_read[16]: the paths up to here have more than 65536 bytes in all"},
+	{"writable", 4, 64, 0, NULL},
+	{"writable", 5, 64, 0,
+	 "policy.writable[4]: the paths up to here have more than 256 components in all"},
+	{"deny_read", 16, 1001, 0, "policy.deny_read[0]: more than 64 components (1001)"},
+};
+
+START_TEST(policy_lists_are_bounded)
+{
+	msgpack_sbuffer sb = pack_policy_list(list_bounds[_i].field, list_bounds[_i].n,
+	                                      list_bounds[_i].depth, list_bounds[_i].len);
+	struct wire_request req;
+	struct wire_error err;
+
+	if (list_bounds[_i].start) {
+		assert_refused(sb.data, sb.size, WIRE_BAD_REQUEST, list_bounds[_i].start, NULL,
+		               list_bounds[_i].field);
+		/* Refused while checking, before the list is copied: argv's is
+		 * the only allocation. */
+		ck_assert_uint_eq(alloc_calls, 1);
+	} else {
+		ck_assert_msg(wire_decode_request((const uint8_t *)sb.data, sb.size, &req, &err) == 0,
+		              "%s of %zu: %s", list_bounds[_i].field, list_bounds[_i].n, err.message);
+		wire_request_free(&req);
+	}
+	msgpack_sbuffer_destroy(&sb);
+}
+END_TEST
+
+/* A request whose argv has two strings, or whose env has two variables, of
+ * |len| bytes each (a variable's bytes are "NAME=VALUE"). */
+static msgpack_sbuffer pack_two_big(bool env, size_t len)
+{
+	char *big = malloc(len);
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	ck_assert_ptr_nonnull(big);
+	memset(big, 'v', len);
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 2 + env);
+	msgpack_pack_str_with_body(&pk, "id", 2);
+	msgpack_pack_uint8(&pk, 1);
+	msgpack_pack_str_with_body(&pk, "argv", 4);
+	if (env) {
+		msgpack_pack_array(&pk, 1);
+		msgpack_pack_str_with_body(&pk, "/bin/true", 9);
+		msgpack_pack_str_with_body(&pk, "env", 3);
+		msgpack_pack_map(&pk, 2);
+		msgpack_pack_str_with_body(&pk, "A", 1);
+		msgpack_pack_str_with_body(&pk, big, len - 2);
+		msgpack_pack_str_with_body(&pk, "B", 1);
+		msgpack_pack_str_with_body(&pk, big, len - 2);
+	} else {
+		msgpack_pack_array(&pk, 2);
+		msgpack_pack_str_with_body(&pk, big, len);
+		msgpack_pack_str_with_body(&pk, big, len);
+	}
+	free(big);
+	return sb;
+}
+
+/* argv and env hold at most 1 MiB each, however large --max-frame is. */
+START_TEST(argv_and_env_bytes_are_bounded)
+{
+	const bool env = _i == 1;
+	msgpack_sbuffer sb;
+	struct wire_request req;
+	struct wire_error err;
+
+	sb = pack_two_big(env, 512 * 1024);
+	ck_assert_msg(wire_decode_request((const uint8_t *)sb.data, sb.size, &req, &err) == 0, "%s",
+	              err.message);
+	ck_assert_uint_eq(env ? req.env.n : req.argv.n, 2);
+	wire_request_free(&req);
+	msgpack_sbuffer_destroy(&sb);
+
+	sb = pack_two_big(env, 512 * 1024 + 1);
+	assert_refused(sb.data, sb.size, WIRE_BAD_REQUEST,
+	               env ? "env.B: the variables up to here have more than 1048576 bytes in all"
+	                   : "argv[1]: the strings up to here have more than 1048576 bytes in all",
+	               NULL, env ? "env" : "argv");
+	ck_assert_uint_eq(alloc_calls, env ? 1 : 0);  /* argv's, when env is refused */
+	msgpack_sbuffer_destroy(&sb);
+}
+END_TEST
+
 /* --------------------------------------------------------------- ids */
 
 START_TEST(peek_id_finds_the_id_of_a_refused_request)
@@ -909,6 +1061,8 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, non_finite_numbers);
 	tcase_add_test(tc, over_long_paths);
 	tcase_add_test(tc, allocation_is_proportional_to_the_frame);
+	tcase_add_loop_test(tc, policy_lists_are_bounded, 0, N_ELEMS(list_bounds));
+	tcase_add_loop_test(tc, argv_and_env_bytes_are_bounded, 0, 2);
 	tcase_add_test(tc, peek_id_finds_the_id_of_a_refused_request);
 	suite_add_tcase(s, tc);
 
