@@ -160,8 +160,13 @@ static void remove_outside(void)
 static void iso_setup(void)
 {
 	atexit(remove_outside);
-	snprintf(outside, sizeof outside, "/var/tmp/sbx-iso-%d", (int)getpid());
-	ck_assert_int_eq(mkdir(outside, 0755), 0);
+	/* Under the scripts' own directory when they give one (they remove it
+	 * whatever a failed test left), else /var/tmp; never a name another
+	 * test could have left behind. */
+	const char *base = getenv("SBX_TEST_TMPDIR");
+	snprintf(outside, sizeof outside, "%s/sbx-iso-XXXXXX", base && base[0] == '/' ? base : "/var/tmp");
+	ck_assert_ptr_nonnull(mkdtemp(outside));
+	ck_assert_int_eq(chmod(outside, 0755), 0);
 	snprintf(work, sizeof work, "%s/work", outside);
 	ck_assert_int_eq(mkdir(work, 0755), 0);
 }

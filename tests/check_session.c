@@ -37,13 +37,13 @@ static const enum sbx_backend backends[] = {SBX_BACKEND_PASSTHROUGH, SBX_BACKEND
 
 /* ---------------------------------------------------------------- helpers */
 
-static char test_tmp[64];
+static char test_tmp[128];
 
 /* Runs when the test's process exits, passed or failed.  chmod first: a
  * test may leave a mode-000 directory behind when it fails. */
 static void remove_test_tmp(void)
 {
-	char cmd[256];
+	char cmd[512];
 	snprintf(cmd, sizeof cmd, "chmod -R u+rwx '%s' 2>/dev/null; rm -rf '%s'", test_tmp, test_tmp);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", test_tmp);
@@ -55,7 +55,11 @@ static const char *fresh_tmpdir(void)
 {
 	if (test_tmp[0])
 		return test_tmp;
-	snprintf(test_tmp, sizeof test_tmp, "/tmp/sbx-session-test.XXXXXX");
+	/* Under the scripts' own directory when they give one (they remove it
+	 * whatever a failed test left), else /tmp. */
+	const char *base = getenv("SBX_TEST_TMPDIR");
+	snprintf(test_tmp, sizeof test_tmp, "%s/sbx-session-test.XXXXXX",
+	         base && base[0] == '/' ? base : "/tmp");
 	ck_assert_ptr_nonnull(mkdtemp(test_tmp));
 	chmod(test_tmp, 0755);
 	setenv("TMPDIR", test_tmp, 1);

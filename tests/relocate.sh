@@ -12,6 +12,10 @@ relocate() {
 	chmod 755 "$dir"
 	cp "$builddir/tests/check_isolation" "$builddir/tests/check_limits" "$builddir/tests/check_session" "$dir/"
 	cp -P "$builddir"/lib/.libs/libsbx.so* "$dir/"
+	# The suites' own temporary directories go here (SBX_TEST_TMPDIR), so
+	# that removing $dir removes what a failed test left, for any user.
+	mkdir "$dir/tmp"
+	chmod 1777 "$dir/tmp"
 }
 
 # run_suite SUITE [COMMAND...]: runs the copied SUITE with the environment it
@@ -22,6 +26,7 @@ run_suite() {
 	shift
 	"$@" env LD_LIBRARY_PATH="$dir" ${SBX_TEST_SETUID_ID:+SBX_TEST_SETUID_ID="$SBX_TEST_SETUID_ID"} \
 		${SBX_TEST_BACKEND:+SBX_TEST_BACKEND="$SBX_TEST_BACKEND"} \
+		SBX_TEST_TMPDIR="$dir/tmp" \
 		${HOME_FOR_SUITE:+HOME="$HOME_FOR_SUITE"} \
 		${CK_DEFAULT_TIMEOUT:+CK_DEFAULT_TIMEOUT="$CK_DEFAULT_TIMEOUT"} \
 		${CK_TIMEOUT_MULTIPLIER:+CK_TIMEOUT_MULTIPLIER="$CK_TIMEOUT_MULTIPLIER"} \
