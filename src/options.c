@@ -461,16 +461,45 @@ static int apply_option(struct cli_run *cr, int opt, const char *arg, const char
 	return 0;
 }
 
-enum cli_parse cli_parse_run(int argc, char **argv, struct cli_run *cr)
+/* The help of `run` and `wrap`, which take no options of their own. */
+static int run_help(int opt, const char *arg, void *ctx)
 {
-	const char *workspace = NULL;
+	(void)opt;
+	(void)arg;
+	(void)ctx;
+	printf("usage: sbx run [OPTIONS] -- PROGRAM [ARG...]\n"
+	       "       sbx run [OPTIONS] -c 'SHELL COMMAND'\n\n");
+	cli_print_run_options(stdout);
+	return 0;
+}
+
+/*
+ * Parses the options of run and those of |extra| (NULL: none; values at
+ * least CLI_EXTRA_OPTION, given to |apply_extra|, which also gets 'h' for
+ * --help).  The two tables are joined so getopt_long sees every option at
+ * once and knows which of them take a value.  On CLI_PARSE_OK, optind is at
+ * the first operand and *workspace is the -w value (or NULL).
+ */
+static enum cli_parse parse_options(int argc, char **argv, const struct option *extra,
+                                    int (*apply_extra)(int opt, const char *arg, void *ctx),
+                                    void *ctx, struct cli_run *cr, const char **workspace)
+{
+	enum { NRUN = sizeof(run_options) / sizeof(run_options[0]) - 1, MAX_EXTRA = 16 };
+	struct option all[NRUN + MAX_EXTRA + 1];
 	bool have_input = false;
 	char shortopt[3];
-	int opt;
+	size_t n = 0, i;
+	int opt, rc;
 
 	memset(cr, 0, sizeof(*cr));
+	*workspace = NULL;
 	sbx_sandbox_options_init(&cr->sandbox);
 	sbx_run_options_init(&cr->run);
+	for (i = 0; i < NRUN; i++)
+		all[n++] = run_options[i];
+	for (i = 0; extra && i < MAX_EXTRA && extra[i].name; i++)
+		all[n++] = extra[i];
+	memset(&all[n], 0, sizeof(all[n]));
 	cr->policy = sbx_policy_new();
 	if (!cr->policy) {
 		cli_error("out of memory");
@@ -479,14 +508,8 @@ enum cli_parse cli_parse_run(int argc, char **argv, struct cli_run *cr)
 
 	opterr = 0;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, run_optstring, run_options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, run_optstring, all, NULL)) != -1) {
 		switch (opt) {
-		case 'h':
-			printf("usage: sbx run [OPTIONS] -- PROGRAM [ARG...]\n"
-			       "       sbx run [OPTIONS] -c 'SHELL COMMAND'\n\n");
-			cli_print_run_options(stdout);
-			cli_run_release(cr);
-			return CLI_PARSE_HELP;
 		case '?':
 			cli_error("unknown option '%s'; try 'sbx %s --help'",
 			          refused_option(opt, argv, shortopt), argv[0]);
@@ -494,11 +517,29 @@ enum cli_parse cli_parse_run(int argc, char **argv, struct cli_run *cr)
 		case ':':
 			cli_error("option '%s' needs a value", refused_option(opt, argv, shortopt));
 			goto fail;
+		case 'h':
+			apply_extra(opt, NULL, ctx);
+			cli_run_release(cr);
+			return CLI_PARSE_HELP;
 		default:
-			if (apply_option(cr, opt, optarg, &workspace, &have_input) < 0)
+			rc = opt >= CLI_EXTRA_OPTION ? apply_extra(opt, optarg, ctx)
+			                             : apply_option(cr, opt, optarg, workspace, &have_input);
+			if (rc < 0)
 				goto fail;
 		}
 	}
+	return CLI_PARSE_OK;
+fail:
+	cli_run_release(cr);
+	return CLI_PARSE_FAILED;
+}
+
+enum cli_parse cli_parse_run(int argc, char **argv, struct cli_run *cr)
+{
+	const char *workspace;
+	enum cli_parse parsed = parse_options(argc, argv, NULL, run_help, NULL, cr, &workspace);
+	if (parsed != CLI_PARSE_OK)
+		return parsed;
 
 	if (cr->run.shell && optind < argc) {
 		cli_error("give either -c 'COMMAND' or a program after '--', not both");
@@ -529,59 +570,15 @@ void cli_run_release(struct cli_run *cr)
 	memset(cr, 0, sizeof(*cr));
 }
 
-/*
- * The options of run for a subcommand that adds options of its own and takes
- * no operands (`sbx serve`).  The two tables are joined so getopt_long sees
- * every option at once and knows which of them take a value.
- */
+/* The options of run plus |extra|, and no operands: `sbx serve`. */
 enum cli_parse cli_parse_base(int argc, char **argv, const struct option *extra,
                               int (*apply_extra)(int opt, const char *arg, void *ctx), void *ctx,
                               struct cli_run *cr)
 {
-	enum { NRUN = sizeof(run_options) / sizeof(run_options[0]) - 1, MAX_EXTRA = 16 };
-	struct option all[NRUN + MAX_EXTRA + 1];
-	const char *workspace = NULL;
-	bool have_input = false;
-	char shortopt[3];
-	size_t n = 0, i;
-	int opt, rc;
-
-	memset(cr, 0, sizeof(*cr));
-	sbx_sandbox_options_init(&cr->sandbox);
-	sbx_run_options_init(&cr->run);
-	for (i = 0; i < NRUN; i++)
-		all[n++] = run_options[i];
-	for (i = 0; i < MAX_EXTRA && extra[i].name; i++)
-		all[n++] = extra[i];
-	memset(&all[n], 0, sizeof(all[n]));
-	cr->policy = sbx_policy_new();
-	if (!cr->policy) {
-		cli_error("out of memory");
-		return CLI_PARSE_FAILED;
-	}
-
-	opterr = 0;
-	optind = 1;
-	while ((opt = getopt_long(argc, argv, run_optstring, all, NULL)) != -1) {
-		switch (opt) {
-		case '?':
-			cli_error("unknown option '%s'; try 'sbx %s --help'",
-			          refused_option(opt, argv, shortopt), argv[0]);
-			goto fail;
-		case ':':
-			cli_error("option '%s' needs a value", refused_option(opt, argv, shortopt));
-			goto fail;
-		case 'h':
-			apply_extra(opt, NULL, ctx);
-			cli_run_release(cr);
-			return CLI_PARSE_HELP;
-		default:
-			rc = opt >= CLI_EXTRA_OPTION ? apply_extra(opt, optarg, ctx)
-			                             : apply_option(cr, opt, optarg, &workspace, &have_input);
-			if (rc < 0)
-				goto fail;
-		}
-	}
+	const char *workspace;
+	enum cli_parse parsed = parse_options(argc, argv, extra, apply_extra, ctx, cr, &workspace);
+	if (parsed != CLI_PARSE_OK)
+		return parsed;
 	if (optind < argc) {
 		cli_error("'sbx %s' takes no operands: '%s'", argv[0], argv[optind]);
 		goto fail;
