@@ -18,7 +18,7 @@ tests_check_wire_LDADD = $(sbx_test_ldadd) $(JANSSON_LIBS) $(MSGPACK_LIBS)
 # including the Python and Node example clients.
 tests_check_serve_SOURCES = tests/check_serve.c
 tests_check_serve_CFLAGS = $(sbx_test_cflags) $(JANSSON_CFLAGS) $(MSGPACK_CFLAGS) \
-	-DSBX_TOP_SRCDIR='"$(abs_top_srcdir)"'
+	-DSBX_TOP_SRCDIR='"$(abs_top_srcdir)"' -DSBX_NODE_TESTS=$(NODE_TESTS)
 tests_check_serve_LDFLAGS = $(sbx_test_link)
 tests_check_serve_LDADD = $(sbx_test_ldadd) $(JANSSON_LIBS) $(MSGPACK_LIBS)
 
@@ -31,6 +31,8 @@ fuzz_replay_CFLAGS = $(AM_CFLAGS) $(MSGPACK_CFLAGS)
 fuzz_replay_LDADD = $(MSGPACK_LIBS)
 
 TESTS += tests/check_wire tests/check_serve fuzz/replay
+# The unpacked tarball of make distcheck has no examples/node/node_modules.
+AM_DISTCHECK_CONFIGURE_FLAGS = --disable-node-tests
 
 # Makefile.am sets EXTRA_DIST after including us, so our files to
 # distribute are listed here; bench.mk (included after us) adds to this list

@@ -887,6 +887,7 @@ START_TEST(python_example_over_socket)
 }
 END_TEST
 
+#if SBX_NODE_TESTS
 /* Node comes from PATH, as a user would run it. */
 static const char *node_path(void)
 {
@@ -925,6 +926,7 @@ START_TEST(node_example_over_stdio)
 	assert_client_matched(argv);
 }
 END_TEST
+#endif
 
 /* --------------------------------------------------------- bad frames */
 
@@ -1774,8 +1776,10 @@ static Suite *serve_suite(void)
 	tcase_set_timeout(tc, 180);
 	tcase_add_test(tc, python_example_over_stdio);
 	tcase_add_test(tc, python_example_over_socket);
+#if SBX_NODE_TESTS
 	tcase_add_test(tc, node_example_over_socket);
 	tcase_add_test(tc, node_example_over_stdio);
+#endif
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("bad_input");
