@@ -6,7 +6,7 @@ sbx_serve_sources = src/serve.c src/serve.h src/serve_conn.c src/serve_job.c \
 # malloc, calloc and realloc are wrapped so a test can count what decoding
 # one frame allocated.
 check_PROGRAMS += tests/check_wire tests/check_serve fuzz/replay
-tests_check_wire_SOURCES = tests/check_wire.c src/wire.c src/wire.h src/serve_result.c \
+tests_check_wire_SOURCES = tests/check_wire.c tests/packjson.c tests/packjson.h src/wire.c src/wire.h src/serve_result.c \
 	src/serve.h src/json.c src/cli.h
 tests_check_wire_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src
 tests_check_wire_CFLAGS = $(sbx_test_cflags) $(JANSSON_CFLAGS) $(MSGPACK_CFLAGS)
@@ -16,7 +16,7 @@ tests_check_wire_LDADD = $(sbx_test_ldadd) $(JANSSON_LIBS) $(MSGPACK_LIBS)
 
 # check_serve: `sbx serve` from outside, through its socket and its stdio,
 # including the Python and Node example clients.
-tests_check_serve_SOURCES = tests/check_serve.c
+tests_check_serve_SOURCES = tests/check_serve.c tests/packjson.c tests/packjson.h
 tests_check_serve_CFLAGS = $(sbx_test_cflags) $(JANSSON_CFLAGS) $(MSGPACK_CFLAGS) \
 	-DSBX_TOP_SRCDIR='"$(abs_top_srcdir)"' -DSBX_NODE_TESTS=$(NODE_TESTS)
 tests_check_serve_LDFLAGS = $(sbx_test_link)

@@ -23,6 +23,7 @@
 #include "cli.h"
 #include "serve.h"
 #include "wire.h"
+#include "packjson.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -80,48 +81,6 @@ static int decode_counted(const void *buf, size_t len, struct wire_request *req,
 }
 
 /* ------------------------------------------------------ JSON to msgpack */
-
-static void pack_json(msgpack_packer *pk, json_t *v)
-{
-	const char *key;
-	json_t *value;
-	size_t i;
-
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		msgpack_pack_map(pk, json_object_size(v));
-		json_object_foreach(v, key, value) {
-			msgpack_pack_str(pk, strlen(key));
-			msgpack_pack_str_body(pk, key, strlen(key));
-			pack_json(pk, value);
-		}
-		break;
-	case JSON_ARRAY:
-		msgpack_pack_array(pk, json_array_size(v));
-		for (i = 0; i < json_array_size(v); i++)
-			pack_json(pk, json_array_get(v, i));
-		break;
-	case JSON_STRING:
-		msgpack_pack_str(pk, json_string_length(v));
-		msgpack_pack_str_body(pk, json_string_value(v), json_string_length(v));
-		break;
-	case JSON_INTEGER:
-		msgpack_pack_int64(pk, json_integer_value(v));
-		break;
-	case JSON_REAL:
-		msgpack_pack_double(pk, json_real_value(v));
-		break;
-	case JSON_TRUE:
-		msgpack_pack_true(pk);
-		break;
-	case JSON_FALSE:
-		msgpack_pack_false(pk);
-		break;
-	case JSON_NULL:
-		msgpack_pack_nil(pk);
-		break;
-	}
-}
 
 /* A frame body packed from |text| (JSON; "\u0000" allowed); caller frees. */
 static msgpack_sbuffer pack(const char *text)
